@@ -1,0 +1,232 @@
+"""Analyse one file: parse, infer device values per function, walk each function once with
+every rule, and return raw findings with positions plus the facts regions need.
+
+One parse and one walk per function, whatever the number of rules: the walker dispatches each
+node to the rules that visit its type. Positions are computed only for files with findings.
+Nothing here imports or runs the analysed code.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from graphlint.callgraph_facts import callgraph_facts
+from graphlint.inference import Inference, ModuleFacts, collect_class
+from graphlint.names import collect_imports
+from graphlint.rule import Context, RawFinding, Rule
+
+# A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
+# a sync method has nothing for these rules.
+_INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
+_MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
+# Methods that construct or describe an object rather than run a step.
+NOT_PER_STEP = frozenset({
+    "__init__", "__new__", "__post_init__", "__init_subclass__", "__repr__", "__str__",
+    "__getstate__", "__setstate__", "__del__", "__set_name__", "extra_repr", "__hash__", "__eq__",
+})
+
+
+@dataclass
+class FunctionInfo:
+    """A function or method of the file, in source order."""
+
+    qualname: str
+    line: int
+    marker: str | None  # "host" | "entry" | "eager" from a comment on the def line
+    class_name: str | None
+    node: cst.FunctionDef = field(repr=False, compare=False)
+
+
+@dataclass
+class FileFinding:
+    """A finding located in its file; the engine adds regions and suppressions."""
+
+    rule: str
+    function: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    statement_line: int
+    message: str
+    fix: str
+    source_line: str
+
+
+@dataclass
+class FileAnalysis:
+    path: str
+    findings: list[FileFinding] = field(default_factory=list)
+    functions: list[dict[str, Any]] = field(default_factory=list)
+    parse_error: dict[str, Any] | None = None
+    skipped: bool = False
+    # Facts for the call graph (filled by graphlint.callgraph when entry points are in use).
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _def_marker(node: cst.FunctionDef) -> str | None:
+    """A `# graphlint: host|entry|eager` comment on the def line (end of the header, or
+    after the opening parenthesis of a multi-line signature)."""
+    comments: list[str] = []
+    header = getattr(node.body, "header", None)
+    if header is not None and header.comment is not None:
+        comments.append(header.comment.value)
+    ws = node.whitespace_before_params
+    if isinstance(ws, cst.ParenthesizedWhitespace) and ws.first_line.comment is not None:
+        comments.append(ws.first_line.comment.value)
+    for comment in comments:
+        match = _MARKER.search(comment)
+        if match:
+            return match.group(1)
+    return None
+
+
+def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
+    """Every def in the file with its dotted qualified name (`Class.method`, `outer.inner`)."""
+    found: list[FunctionInfo] = []
+
+    def walk(body: Sequence[cst.CSTNode], prefix: str, class_name: str | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                qualname = f"{prefix}{stmt.name.value}"
+                found.append(FunctionInfo(qualname, 0, _def_marker(stmt), class_name, stmt))
+                walk(_suite(stmt.body), qualname + ".", None)
+            elif isinstance(stmt, cst.ClassDef):
+                walk(_suite(stmt.body), f"{prefix}{stmt.name.value}.", stmt.name.value)
+            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+                # Functions defined under `if TYPE_CHECKING:` / try-import blocks.
+                for child in _compound_bodies(stmt):
+                    walk(child, prefix, class_name)
+
+    walk(module.body, "", None)
+    return found
+
+
+def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
+
+
+def _compound_bodies(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
+    bodies: list[Sequence[cst.CSTNode]] = []
+    if isinstance(stmt, (cst.If, cst.With)):
+        bodies.append(_suite(stmt.body))
+        orelse = getattr(stmt, "orelse", None)
+        if isinstance(orelse, cst.If):
+            bodies.extend(_compound_bodies(orelse))
+        elif isinstance(orelse, cst.Else):
+            bodies.append(_suite(orelse.body))
+    elif isinstance(stmt, cst.Try):
+        bodies.append(_suite(stmt.body))
+        bodies.extend(_suite(h.body) for h in stmt.handlers)
+    return bodies
+
+
+def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
+    stack: list[cst.CSTNode] = list(module.body)
+    while stack:
+        stmt = stack.pop(0)
+        if isinstance(stmt, cst.ClassDef):
+            collect_class(stmt, facts)
+            stack.extend(_suite(stmt.body))
+        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            for body in _compound_bodies(stmt):
+                stack.extend(body)
+    for name in facts.classes:
+        facts.classes[name].is_module = facts.class_is_module(name)
+
+
+class _Dispatch:
+    """Node type name -> the bound visit methods of every rule that has one."""
+
+    def __init__(self, rules: Sequence[type[Rule]]):
+        self.rules = [rule() for rule in rules]
+        self.table: dict[str, list[Any]] = {}
+        for rule in self.rules:
+            for attr in dir(rule):
+                if attr.startswith("visit_"):
+                    self.table.setdefault(attr[len("visit_"):], []).append(getattr(rule, attr))
+
+
+def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = False) -> None:
+    if not top and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        return  # nested definitions are analysed on their own
+    is_statement = isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+    saved_statement = ctx.statement
+    if is_statement and not top:
+        ctx.statement = node
+    handlers = dispatch.table.get(type(node).__name__)
+    if handlers:
+        for handler in handlers:
+            handler(node, ctx)
+    is_loop = isinstance(node, (cst.For, cst.While))
+    if is_loop:
+        ctx.loop_depth += 1
+    ctx.parents.append(node)
+    if top and isinstance(node, cst.FunctionDef):
+        _walk(node.body, ctx, dispatch)
+    else:
+        for child in node.children:
+            _walk(child, ctx, dispatch)
+    ctx.parents.pop()
+    if is_loop:
+        ctx.loop_depth -= 1
+    ctx.statement = saved_statement
+
+
+def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False) -> FileAnalysis:
+    """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception."""
+    result = FileAnalysis(path)
+    if not force and not _INTERESTING.search(text):
+        result.skipped = True
+        return result
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as error:
+        result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
+                              "message": str(error).splitlines()[0] if str(error) else "syntax error"}
+        return result
+    except (RecursionError, ValueError) as error:
+        result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
+        return result
+    imports = collect_imports(module)
+    facts = ModuleFacts(module, imports)
+    _collect_classes(module, facts)
+    functions = enumerate_functions(module)
+    dispatch = _Dispatch(rules)
+    raw: list[RawFinding] = []
+    for info in functions:
+        inference = Inference(facts, info.class_name)
+        function_facts = inference.run_function(info.node, is_method=info.class_name is not None)
+        ctx = Context(info.qualname, function_facts, imports, raw)
+        _walk(info.node, ctx, dispatch, top=True)
+    needs_positions = bool(raw) or any(f.marker for f in functions)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider) if needs_positions else {}
+    lines = text.splitlines()
+    for info in functions:
+        if positions:
+            info.line = positions[info.node.name].start.line
+        result.functions.append({"qualname": info.qualname, "line": info.line, "marker": info.marker,
+                                 "class": info.class_name})
+    seen: set[tuple] = set()
+    for item in raw:
+        where = positions[item.node]
+        statement_line = positions[item.statement].start.line if item.statement is not None else where.start.line
+        key = (item.rule.code, where.start.line, where.start.column, where.end.line, where.end.column)
+        if key in seen:
+            continue  # loops are inferred twice; report each place once
+        seen.add(key)
+        result.findings.append(FileFinding(
+            rule=item.rule.code, function=item.function,
+            line=where.start.line, col=where.start.column + 1,
+            end_line=where.end.line, end_col=where.end.column + 1,
+            statement_line=statement_line, message=item.message, fix=item.fix,
+            source_line=lines[where.start.line - 1] if 0 < where.start.line <= len(lines) else "",
+        ))
+    result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
+    # The call graph's per-file facts come from this same parse (no second read of the file).
+    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+    return result

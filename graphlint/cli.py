@@ -1,0 +1,205 @@
+"""The `graphlint` command: check, rules, explain (and runtime, from graphlint.runtime).
+
+Exit codes, as ruff: 0 no unsuppressed error; 1 violations; 2 usage, config or internal
+error. The CLI only wires options to the engine and a report to a writer.
+"""
+from __future__ import annotations
+
+import io
+import sys
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+import click
+
+from graphlint import __version__
+from graphlint.config import Config, ConfigError, load
+from graphlint.report import Report, dumps, write_atomic
+
+EXIT_OK, EXIT_VIOLATIONS, EXIT_ERROR = 0, 1, 2
+FORMATS = ["text", "json", "sarif", "github"]
+
+
+def _split(values: Sequence[str]) -> tuple[str, ...]:
+    return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
+
+
+def fail(message: str) -> None:
+    click.echo(f"graphlint: error: {message}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def load_config(config_file: str | None) -> Config:
+    try:
+        return load(config_file)
+    except ConfigError as error:
+        fail(str(error))
+        raise  # unreachable
+
+
+def render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool = False,
+                  statistics: bool = False, show_suppressed: bool = False) -> None:
+    """Write the report in one format, to a file (atomically) or stdout."""
+    if fmt == "json":
+        text = dumps(report)
+    elif fmt == "sarif":
+        from graphlint.views.sarif import to_sarif
+
+        text = to_sarif(report)
+    elif fmt == "github":
+        from graphlint.views.github import to_annotations
+
+        text = to_annotations(report)
+    else:
+        buffer = io.StringIO() if output else sys.stdout
+        from graphlint.views.text import render
+
+        render(report, buffer, root, quiet=quiet, statistics=statistics, show_suppressed=show_suppressed,
+               color=None if not output else False)
+        if not output:
+            return
+        text = buffer.getvalue()
+    if output:
+        write_atomic(output, text)
+        summary = report.summary()
+        click.echo(f"graphlint: wrote {output} ({summary['verdict']}: {summary['errors']} errors, "
+                   f"{summary['warnings']} warnings)", err=True)
+    else:
+        sys.stdout.write(text)
+
+
+def exit_code(report: Report) -> int:
+    if report.errors:
+        return EXIT_ERROR
+    return EXIT_VIOLATIONS if report.summary()["verdict"] == "fail" else EXIT_OK
+
+
+class GraphlintGroup(click.Group):
+    """Turns any unexpected exception into a one-line message and exit code 2."""
+
+    def invoke(self, ctx: click.Context):  # type: ignore[override]
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
+            raise
+        except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
+            click.echo(f"graphlint: internal error: {type(error).__name__}: {error}", err=True)
+            if "GRAPHLINT_DEBUG" in __import__("os").environ:
+                traceback.print_exc()
+            sys.exit(EXIT_ERROR)
+
+
+@click.group(cls=GraphlintGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="graphlint")
+def main() -> None:
+    """Find every reason a PyTorch decode step cannot be captured in a CUDA graph."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (GL1, GL101); comma-separated.")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
+@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
+@click.option("--quiet", "-q", is_flag=True, help="Only the summary line.")
+@click.option("--statistics", is_flag=True, help="Counts per rule.")
+@click.option("--show-suppressed", is_flag=True, help="List suppressed findings too (text view).")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+@click.option("--runtime", "runtime_target", is_flag=False, flag_value="__default__", default=None,
+              help="Also run the runtime harness on TARGET (default: the bundled DSV4 step) into the same report.")
+def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
+          config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
+          no_cache: bool, cache_dir: str | None, runtime_target: str | None) -> None:
+    """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
+    from graphlint.engine import check as run_check
+
+    config = load_config(config_file)
+    targets: Sequence[str | Path] = paths or config.paths or (".",)
+    if not paths and config.paths:
+        targets = [str(config.root / p) for p in config.paths]
+    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    try:
+        static = run_check(targets, config, _split(select), _split(ignore), jobs=jobs, cache_dir=cache_folder)
+    except FileNotFoundError as error:
+        fail(f"path not found: {error}")
+        return
+    report = Report(tool_version=__version__, config={**config.to_dict(), "checked": [str(t) for t in targets]},
+                    static=static)
+    if runtime_target is not None:
+        from graphlint.runtime.command import run_harness
+
+        target = None if runtime_target == "__default__" else runtime_target
+        report.runtime = run_harness(target or config.runtime_target, None, None)
+    render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
+                  show_suppressed=show_suppressed)
+    sys.exit(exit_code(report))
+
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def list_rules(fmt: str) -> None:
+    """List every rule: code, name, severity, summary."""
+    from graphlint.rules import ALL_RULES
+
+    if fmt == "json":
+        import json
+
+        click.echo(json.dumps([{"code": r.code, "name": r.name, "family": r.family(), "severity": r.severity,
+                                "summary": r.summary()} for r in ALL_RULES], indent=2))
+        return
+    for rule in ALL_RULES:
+        click.echo(f"{rule.code}  {rule.name:<28} {rule.severity:<8} {rule.summary()}")
+
+
+@main.command()
+@click.argument("rule")
+def explain(rule: str) -> None:
+    """Print one rule's documentation (by code or name)."""
+    from graphlint.rules import BY_CODE, BY_NAME
+
+    found = BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
+    if found is None:
+        fail(f"unknown rule '{rule}' (see `graphlint rules`)")
+        return
+    click.echo(f"{found.code} {found.name} ({found.family()}, {found.severity})\n")
+    click.echo(found.docs())
+    click.echo(f"\nMessage: {found.message}\nFix: {found.fix}")
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None)
+def clean(cache_dir: str | None) -> None:
+    """Remove the cache folder."""
+    import shutil
+
+    config = load_config(None)
+    folder = Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    if folder.exists():
+        shutil.rmtree(folder)
+        click.echo(f"removed {folder}")
+
+
+def _register_optional_commands() -> None:
+    """Commands whose modules may be absent in a partial install (torch for runtime)."""
+    try:
+        from graphlint.runtime.command import runtime_command
+    except ImportError as error:  # torch missing: say how to get it when called
+        missing = str(error)
+
+        @main.command("runtime", context_settings={"ignore_unknown_options": True})
+        @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+        def runtime_unavailable(args: tuple[str, ...]) -> None:
+            """Run the runtime harness (needs torch: pip install 'graphlint[runtime]')."""
+            fail(f"the runtime harness needs torch ({missing}); install it with pip install 'graphlint[runtime]'")
+    else:
+        main.add_command(runtime_command)
+
+
+_register_optional_commands()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,253 @@
+"""Run the static check: discover files -> analyse each (in parallel, cached by content) ->
+place functions in regions -> filter by rule selection, regions and suppressions -> findings.
+
+The per-file analysis depends only on the file's text and graphlint's version, so it is
+cached and computed in any order; everything that depends on the config happens after, in
+`finalize`, which is cheap and deterministic (output is identical for any --jobs).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+from graphlint import __version__, suppressions
+from graphlint.analysis import FileAnalysis, FileFinding, analyze_source
+from graphlint.config import Config
+from graphlint.discovery import discover, is_excluded, relative_posix
+from graphlint.report import Finding, StaticResult
+from graphlint.rules import ALL_RULES, BY_CODE, BY_NAME
+
+_CACHE_FORMAT = 1
+
+
+def rules_fingerprint() -> str:
+    """Changes whenever graphlint or any rule module changes, so stale cache entries miss."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{__version__}:{_CACHE_FORMAT}".encode())
+    import graphlint
+    import graphlint.rules as rules_pkg
+
+    for package in (graphlint, rules_pkg):
+        folder = Path(package.__file__).parent
+        for file in sorted(folder.rglob("*.py")) + sorted(folder.rglob("*.toml")):
+            stat = file.stat()
+            digest.update(f"{file.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def _analysis_to_dict(result: FileAnalysis, suppressions_found: dict) -> dict[str, Any]:
+    data = asdict(result)
+    data["suppressions"] = {str(line): [asdict(s) for s in items] for line, items in suppressions_found.items()}
+    return data
+
+
+def analyse_file(task: tuple[str, str]) -> dict[str, Any]:
+    """Worker: read and analyse one file. Never raises for bad input: a read error becomes a
+    parse error finding."""
+    rel, full = task
+    try:
+        text = Path(full).read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
+        return _analysis_to_dict(result, {})
+    result = analyze_source(rel, text, ALL_RULES)
+    return _analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
+
+
+class Cache:
+    """Per-file analysis results keyed by content hash + graphlint fingerprint."""
+
+    def __init__(self, folder: Path | None):
+        self.folder = folder
+        self.fingerprint = rules_fingerprint() if folder else ""
+        self.hits = 0
+
+    def key(self, data: bytes, rel: str) -> str:
+        return hashlib.blake2b(data + b"\0" + rel.encode() + self.fingerprint.encode(), digest_size=16).hexdigest()
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        if self.folder is None:
+            return None
+        path = self.folder / key[:2] / f"{key}.json"
+        try:
+            with open(path, encoding="utf-8") as handle:
+                self.hits += 1
+                return json.load(handle)
+        except (OSError, ValueError):
+            return None
+
+    def put(self, key: str, value: dict[str, Any]) -> None:
+        if self.folder is None:
+            return
+        path = self.folder / key[:2] / f"{key}.json"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(value), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only tree still lints, just without a cache
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache) -> list[dict[str, Any]]:
+    """Analyse files, reusing cached results; output order is the input order."""
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
+    misses: list[int] = []
+    keys: list[str] = []
+    for index, (rel, full) in enumerate(tasks):
+        key = ""
+        if cache.folder is not None:
+            try:
+                key = cache.key(Path(full).read_bytes(), rel)
+            except OSError:
+                key = ""
+            cached = cache.get(key) if key else None
+            if cached is not None:
+                results[index] = cached
+                keys.append(key)
+                continue
+        keys.append(key)
+        misses.append(index)
+    todo = [tasks[i] for i in misses]
+    if jobs > 1 and len(todo) > 8:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            computed = list(pool.map(analyse_file, todo, chunksize=max(1, len(todo) // (jobs * 8))))
+    else:
+        computed = [analyse_file(task) for task in todo]
+    for index, value in zip(misses, computed):
+        results[index] = value
+        if keys[index]:
+            cache.put(keys[index], value)
+    return [r for r in results if r is not None]
+
+
+def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    def hit(patterns: Sequence[str]) -> int:
+        # The longest matching prefix wins, as in ruff: --select GL1 --ignore GL101.
+        best = -1
+        for pattern in patterns:
+            pattern = pattern.upper()
+            if pattern == "ALL" or code.startswith(pattern):
+                best = max(best, 0 if pattern == "ALL" else len(pattern))
+        return best
+
+    chosen = hit(select) if select else 0
+    dropped = hit(ignore)
+    return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
+
+
+def _resolve_code(token: str) -> str | None:
+    upper = token.upper()
+    if upper in BY_CODE:
+        return upper
+    if token in BY_NAME:
+        return BY_NAME[token].code
+    if upper.startswith("GL") and any(code.startswith(upper) for code in BY_CODE):
+        return upper
+    return None
+
+
+PlacementFn = Callable[[list[dict[str, Any]], Config], dict]
+
+
+def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
+             placements: dict | None = None) -> list[Finding]:
+    """Turn per-file analyses into report findings under the config (pure and ordered)."""
+    from graphlint.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
+
+    if placements is None:
+        placements = default_placements(files, config.host, config.eager)
+    findings: list[Finding] = []
+    for file in files:
+        path = file["path"]
+        file_ignores = [code for pattern, codes in config.per_file_ignores.items()
+                        if is_excluded(path, [pattern]) for code in codes]
+        sup_by_line = {int(k): [suppressions.Suppression(**{**s, "codes": tuple(s["codes"])}) for s in v]
+                       for k, v in file.get("suppressions", {}).items()}
+        candidates: list[tuple[FileFinding | None, dict]] = []
+        if file.get("parse_error"):
+            error = file["parse_error"]
+            candidates.append((None, {"rule": "GL900", "function": None, "line": error["line"], "col": error["col"],
+                                      "end_line": error["line"], "end_col": error["col"], "statement_line": error["line"],
+                                      "message": f"{BY_CODE['GL900'].message}: {error['message']}",
+                                      "fix": BY_CODE["GL900"].fix, "region": "module", "reached_via": ()}))
+        for raw in file.get("findings", []):
+            placement = placements.get((path, raw["function"]), Placement(CAPTURED))
+            if placement.region in (HOST, UNREACHED):
+                continue
+            rule = BY_CODE[raw["rule"]]
+            if placement.region == EAGER and rule.capture_only:
+                continue
+            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via}))
+        for line, items in sup_by_line.items():
+            for item in items:
+                for token in item.codes:
+                    if _resolve_code(token) is None:
+                        candidates.append((None, {"rule": "GL901", "function": None, "line": line, "col": item.col,
+                                                  "end_line": line, "end_col": item.col, "statement_line": line,
+                                                  "message": f"suppression names unknown rule '{token}'",
+                                                  "fix": BY_CODE["GL901"].fix, "region": "module", "reached_via": ()}))
+        for _, raw in candidates:
+            code = raw["rule"]
+            rule = BY_CODE[code]
+            if not _selected(code, select, ignore) or (file_ignores and not _selected(code, (), file_ignores)):
+                continue
+            severity = config.severity.get(code) or next(
+                (v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0])) if code.startswith(k)),
+                rule.severity)
+            if severity == "off":
+                continue
+            suppressed, reason = False, None
+            for line in {raw["line"], raw.get("statement_line", raw["line"])}:
+                for item in sup_by_line.get(line, []):
+                    if code != "GL901" and suppressions.matches(item, code, rule.name):
+                        suppressed, reason = True, item.reason
+            findings.append(Finding(
+                rule=code, family=rule.family(), severity=severity, path=path,
+                line=raw["line"], col=raw["col"], end_line=raw["end_line"], end_col=raw["end_col"],
+                function=raw["function"], region=raw["region"], message=raw["message"], fix=raw["fix"],
+                name=rule.name, suppressed=suppressed, suppression_reason=reason,
+                reached_via=tuple(raw["reached_via"]),
+            ))
+    findings.sort(key=Finding.sort_key)
+    return findings
+
+
+def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str, str]]:
+    root = config.root.resolve()
+    return [(relative_posix(file, root), str(file)) for file in discover(paths, root, config.exclude)]
+
+
+def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
+          jobs: int | None = None, cache_dir: Path | None = None) -> StaticResult:
+    """The static half of a report. Raises FileNotFoundError for a path that does not exist."""
+    tasks = collect_tasks(paths, config)
+    cache = Cache(cache_dir)
+    files = analyse_all(tasks, jobs or default_jobs(), cache)
+    placements = None
+    extra: dict[str, Any] = {}
+    if config.entry_points:
+        from graphlint import callgraph
+
+        graph = callgraph.build(files, config)
+        placements = graph.placements
+        extra["unresolved_calls"] = graph.unresolved
+    select = tuple(select) or config.select
+    ignore = tuple(ignore) + config.ignore
+    findings = finalize(files, config, select, ignore, placements)
+    result = StaticResult(files=[f["path"] for f in files], findings=findings)
+    result.unresolved_calls = extra.get("unresolved_calls", [])
+    result.extra["cache_hits"] = cache.hits
+    return result

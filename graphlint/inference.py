@@ -1,0 +1,834 @@
+"""Device-value inference: for every expression of a function, is it a device tensor, a host
+tensor, a host value (int, shape, dtype, flag) or unknown?
+
+Precision lives here. Rules flag a value only when this module says DEVICE, so host-known
+branching (shapes, dtypes, Python ints, flags) is never reported. The analysis is a single
+forward pass over the function body in program order, with a join at branches; it never
+imports or runs the code it reads.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import libcst as cst
+
+from graphlint import catalog
+from graphlint.names import ImportMap, dotted
+
+DEVICE = "device"  # a tensor on the accelerator (or a tensor of unknown device in step code)
+HOST_TENSOR = "host_tensor"  # a CPU tensor (created without device=, pinned, or .cpu())
+HOST = "host"  # a Python value: int, float, bool, str, shape, dtype, device, flag
+NONE = "none"  # the literal None: joins to whatever else a name may hold
+MODULE = "module"  # an nn.Module instance: calling it yields a device tensor
+MODULE_LIST = "module_list"  # nn.ModuleList / Sequential / ModuleDict: iterating yields modules
+SELF = "self"
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    kind: str
+    is_bool: bool = False  # a bool tensor: indexing with it is a boolean mask
+
+    @property
+    def is_device(self) -> bool:
+        return self.kind == DEVICE
+
+    @property
+    def is_tensor(self) -> bool:
+        return self.kind in (DEVICE, HOST_TENSOR)
+
+    @property
+    def is_host(self) -> bool:
+        return self.kind in (HOST, NONE, HOST_TENSOR)
+
+
+V_DEVICE = Value(DEVICE)
+V_DEVICE_BOOL = Value(DEVICE, True)
+V_HOST_TENSOR = Value(HOST_TENSOR)
+V_HOST = Value(HOST)
+V_NONE = Value(NONE)
+V_MODULE = Value(MODULE)
+V_MODULE_LIST = Value(MODULE_LIST)
+V_SELF = Value(SELF)
+V_UNKNOWN = Value(UNKNOWN)
+
+
+def join(a: Value, b: Value) -> Value:
+    if a == b:
+        return a
+    if a.kind == NONE:
+        return b
+    if b.kind == NONE:
+        return a
+    if a.kind == b.kind:
+        return Value(a.kind, a.is_bool and b.is_bool)
+    return V_UNKNOWN
+
+
+_FACTORIES = catalog.names("factories", "names")
+_LIKE = catalog.names("factories", "like")
+_FROM_HOST = catalog.names("factories", "from_host_data")
+_META_ATTRS = catalog.names("metadata", "attributes")
+_META_METHODS = catalog.names("metadata", "methods")
+_BOOL_FUNCS = catalog.names("bool_producing", "functions")
+_BOOL_METHODS = catalog.names("bool_producing", "methods")
+_HOST_FUNCS = catalog.names("host_tensor", "host_functions")
+# torch namespaces whose members are not tensor ops (streams, process groups, compiler flags).
+_NON_TENSOR_PREFIXES = (
+    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch.compiler.",
+    "torch._dynamo.", "torch.utils.", "torch.autograd.", "torch.library.", "torch.fx.",
+    "torch.profiler.", "torch.overrides.", "torch.testing.", "torch.hub.", "torch.onnx.",
+    "torch.export.", "torch.multiprocessing.", "torch.set_", "torch.get_", "torch.manual_seed",
+    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.cond",
+    "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
+)
+_HOST_BUILTINS = frozenset({
+    "len", "isinstance", "issubclass", "hasattr", "callable", "range", "str", "repr", "id",
+    "type", "getattr", "sorted", "tuple", "list", "dict", "set", "frozenset", "round",
+    "divmod", "ord", "chr", "hash", "format", "print", "iter", "next", "enumerate", "zip",
+    "all", "any", "int", "float", "bool", "complex",
+})
+_TENSOR_ANNOTATIONS = frozenset({
+    "Tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.IntTensor",
+    "torch.HalfTensor", "torch.BFloat16Tensor", "torch.cuda.FloatTensor", "FloatTensor",
+    "LongTensor", "nn.Parameter", "torch.nn.Parameter", "Parameter",
+})
+_BOOL_TENSOR_ANNOTATIONS = frozenset({"torch.BoolTensor", "BoolTensor"})
+_HOST_ANNOTATIONS = frozenset({
+    "int", "float", "bool", "str", "bytes", "torch.dtype", "torch.device", "torch.Size",
+    "dtype", "device", "Size",
+})
+_MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
+# Annotation wrappers that keep the inner kind (Optional[Tensor] is still a tensor when set).
+_TRANSPARENT_WRAPPERS = frozenset({"Optional", "typing.Optional", "Final", "typing.Final", "Annotated"})
+
+
+def _is_cpu_device(node: cst.BaseExpression, imports: ImportMap) -> bool:
+    """device="cpu" / torch.device("cpu") / "cpu" literal: a host placement."""
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value.split(":")[0] == "cpu"
+    if isinstance(node, cst.Call) and imports.resolve(node.func) == "torch.device" and node.args:
+        return _is_cpu_device(node.args[0].value, imports)
+    return False
+
+
+def keyword(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def positional(call: cst.Call) -> list[cst.BaseExpression]:
+    return [a.value for a in call.args if a.keyword is None and not a.star]
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+class ClassInfo:
+    """What the methods of one class assign to `self.<attr>`, joined over the class."""
+
+    def __init__(self, name: str, bases: list[str]):
+        self.name = name
+        self.bases = bases
+        self.attrs: dict[str, Value] = {}
+        self.is_module = False
+
+    def assign(self, attr: str, value: Value) -> None:
+        old = self.attrs.get(attr)
+        self.attrs[attr] = value if old is None else join(old, value)
+
+
+class ModuleFacts:
+    """Per-file facts the inference needs: imports, classes, module-level host constants."""
+
+    def __init__(self, module: cst.Module, imports: ImportMap):
+        self.imports = imports
+        self.classes: dict[str, ClassInfo] = {}
+        self.constants: dict[str, Value] = {}
+        self.functions: set[str] = set()
+        for stmt in module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target = small.targets[0].target
+                        if isinstance(target, cst.Name) and _is_literal(small.value):
+                            self.constants[target.value] = V_HOST
+            elif isinstance(stmt, cst.FunctionDef):
+                self.functions.add(stmt.name.value)
+
+    def class_is_module(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        info = self.classes.get(name)
+        if info is None or name in seen:
+            return False
+        for base in info.bases:
+            short = base.rsplit(".", 1)[-1]
+            if short in ("Module",) or base in ("nn.Module", "torch.nn.Module"):
+                return True
+            if self.class_is_module(short, seen | {name}):
+                return True
+        return False
+
+    def class_attrs(self, name: str, seen: frozenset[str] = frozenset()) -> dict[str, Value]:
+        """Attributes of a class and of its same-file bases (a subclass's own assignment wins)."""
+        info = self.classes.get(name)
+        if info is None or name in seen:
+            return {}
+        merged: dict[str, Value] = {}
+        for base in info.bases:
+            merged.update(self.class_attrs(base.rsplit(".", 1)[-1], seen | {name}))
+        merged.update(info.attrs)
+        return merged
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _is_literal(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _is_literal(node.left) and _is_literal(node.right)
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return all(_is_literal(e.value) for e in node.elements)
+    return False
+
+
+def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Value:
+    """The kind a parameter annotated this way holds."""
+    node = annotation
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value.strip()
+        if text in _TENSOR_ANNOTATIONS or text.replace("Optional[", "").rstrip("]") in _TENSOR_ANNOTATIONS:
+            return V_DEVICE
+        if text in _HOST_ANNOTATIONS:
+            return V_HOST
+        return V_UNKNOWN
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
+        # `Tensor | None`
+        left = annotation_value(node.left, imports)
+        right = annotation_value(node.right, imports)
+        if _is_none(node.right):
+            return left
+        if _is_none(node.left):
+            return right
+        return join(left, right)
+    if isinstance(node, cst.Subscript):
+        outer = dotted(node.value) or ""
+        if outer in _TRANSPARENT_WRAPPERS and node.slice:
+            inner = node.slice[0].slice
+            if isinstance(inner, cst.Index):
+                return annotation_value(inner.value, imports)
+        if outer.endswith("Union") and node.slice:
+            values = [annotation_value(s.slice.value, imports) for s in node.slice
+                      if isinstance(s.slice, cst.Index) and not _is_none(s.slice.value)]
+            result = values[0] if values else V_UNKNOWN
+            for value in values[1:]:
+                result = join(result, value)
+            return result
+        return V_UNKNOWN
+    name = dotted(node)
+    if name is None:
+        return V_UNKNOWN
+    resolved = imports.resolve(node) or name
+    if name in _BOOL_TENSOR_ANNOTATIONS or resolved in _BOOL_TENSOR_ANNOTATIONS:
+        return V_DEVICE_BOOL
+    if name in _TENSOR_ANNOTATIONS or resolved in _TENSOR_ANNOTATIONS or resolved == "torch.Tensor":
+        return V_DEVICE
+    if name in _HOST_ANNOTATIONS or resolved in _HOST_ANNOTATIONS:
+        return V_HOST
+    if name in ("nn.Module", "torch.nn.Module", "Module") or resolved == "torch.nn.Module":
+        return V_MODULE
+    return V_UNKNOWN
+
+
+def _is_none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+class FunctionFacts:
+    """The inferred Value of every expression node of one function body, by node identity."""
+
+    def __init__(self) -> None:
+        self.values: dict[int, Value] = {}
+        # Names assigned before entering each loop, to spot loop-carried cache growth.
+        self.loop_depth = 0
+
+    def of(self, node: cst.CSTNode) -> Value:
+        return self.values.get(id(node), V_UNKNOWN)
+
+
+class Inference:
+    """Evaluates one function body in program order, recording a Value for each expression."""
+
+    def __init__(self, facts: ModuleFacts, class_name: str | None, env: dict[str, Value] | None = None):
+        self.facts = facts
+        self.imports = facts.imports
+        self.class_attrs = facts.class_attrs(class_name) if class_name else {}
+        self.env: dict[str, Value] = dict(env or {})
+        self.out = FunctionFacts()
+        # Assigned attributes of self during this function (they override class facts).
+        self.self_attrs: dict[str, Value] = {}
+
+    # ----- entry points -------------------------------------------------------------
+    def run_function(self, node: cst.FunctionDef, is_method: bool) -> FunctionFacts:
+        self.bind_params(node.params, is_method)
+        self.block(node.body)
+        return self.out
+
+    def bind_params(self, params: cst.Parameters, is_method: bool) -> None:
+        ordered = list(params.posonly_params) + list(params.params)
+        for index, param in enumerate(ordered):
+            name = param.name.value
+            if index == 0 and is_method and name in ("self", "cls"):
+                self.env[name] = V_SELF if name == "self" else V_UNKNOWN
+                continue
+            self.env[name] = self._param_value(param)
+        for param in params.kwonly_params:
+            self.env[param.name.value] = self._param_value(param)
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.env[star.name.value] = V_UNKNOWN
+
+    def _param_value(self, param: cst.Param) -> Value:
+        if param.annotation is not None:
+            return annotation_value(param.annotation.annotation, self.imports)
+        if param.default is not None and _is_literal(param.default) and not _is_none(param.default):
+            return V_HOST
+        return V_UNKNOWN
+
+    # ----- statements -----------------------------------------------------------------
+    def block(self, block: cst.BaseSuite | Iterable[cst.CSTNode]) -> None:
+        if isinstance(block, cst.IndentedBlock):
+            body = block.body
+        elif isinstance(block, cst.SimpleStatementSuite):
+            body = block.body
+        else:
+            body = block  # type: ignore[assignment]
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: cst.CSTNode) -> None:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                self.small(small)
+        elif isinstance(stmt, cst.If):
+            self.expr(stmt.test)
+            before = dict(self.env)
+            self.block(stmt.body)
+            after_body = self.env
+            self.env = dict(before)
+            if stmt.orelse is not None:
+                if isinstance(stmt.orelse, cst.If):
+                    self.statement(stmt.orelse)
+                else:
+                    self.block(stmt.orelse.body)
+            self.env = _join_envs(after_body, self.env)
+        elif isinstance(stmt, cst.For):
+            iter_value = self.expr(stmt.iter)
+            self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
+            self.out.loop_depth += 1
+            self.block(stmt.body)
+            # A second pass lets loop-carried values (x = f(x)) settle at the join.
+            self.block(stmt.body)
+            self.out.loop_depth -= 1
+            if stmt.orelse is not None:
+                self.block(stmt.orelse.body)
+        elif isinstance(stmt, cst.While):
+            self.expr(stmt.test)
+            self.out.loop_depth += 1
+            self.block(stmt.body)
+            self.out.loop_depth -= 1
+            if stmt.orelse is not None:
+                self.block(stmt.orelse.body)
+        elif isinstance(stmt, cst.With):
+            for item in stmt.items:
+                value = self.expr(item.item)
+                if item.asname is not None:
+                    self.bind_target(item.asname.name, V_UNKNOWN if not value.is_tensor else value)
+            self.block(stmt.body)
+        elif isinstance(stmt, cst.Try):
+            self.block(stmt.body)
+            for handler in stmt.handlers:
+                if handler.name is not None:
+                    self.bind_target(handler.name.name, V_UNKNOWN)
+                self.block(handler.body)
+            if stmt.orelse is not None:
+                self.block(stmt.orelse.body)
+            if stmt.finalbody is not None:
+                self.block(stmt.finalbody.body)
+        elif isinstance(stmt, cst.FunctionDef):
+            self.env[stmt.name.value] = V_UNKNOWN  # analysed on its own
+        elif isinstance(stmt, cst.ClassDef):
+            self.env[stmt.name.value] = V_UNKNOWN
+        elif isinstance(stmt, cst.Match):
+            self.expr(stmt.subject)
+            for case in stmt.cases:
+                self.block(case.body)
+
+    def small(self, small: cst.BaseSmallStatement) -> None:
+        if isinstance(small, cst.Assign):
+            value = self.expr(small.value)
+            for target in small.targets:
+                self.bind_target(target.target, value, small.value)
+        elif isinstance(small, cst.AnnAssign):
+            declared = annotation_value(small.annotation.annotation, self.imports)
+            value = self.expr(small.value) if small.value is not None else declared
+            if value.kind == UNKNOWN:
+                value = declared
+            self.bind_target(small.target, value, small.value)
+        elif isinstance(small, cst.AugAssign):
+            right = self.expr(small.value)
+            left = self.expr(small.target)
+            if isinstance(small.target, cst.Name):
+                self.env[small.target.value] = _binop(left, right)
+        elif isinstance(small, cst.Expr):
+            self.expr(small.value)
+        elif isinstance(small, cst.Return) and small.value is not None:
+            self.expr(small.value)
+        elif isinstance(small, cst.Assert):
+            self.expr(small.test)
+            if small.msg is not None:
+                self.expr(small.msg)
+        elif isinstance(small, cst.Raise) and small.exc is not None:
+            self.expr(small.exc)
+        elif isinstance(small, cst.Del):
+            pass
+
+    def bind_target(self, target: cst.BaseExpression, value: Value, source: cst.BaseExpression | None = None) -> None:
+        if isinstance(target, cst.Name):
+            self.env[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            elements = [e.value for e in target.elements]
+            if isinstance(source, (cst.Tuple, cst.List)) and len(source.elements) == len(elements):
+                for sub, src in zip(elements, source.elements):
+                    self.bind_target(sub, self.out.of(src.value), src.value)
+                return
+            if value.kind.startswith("tuple:"):
+                kinds = value.kind[len("tuple:"):].split(",")
+                if len(kinds) == len(elements):
+                    for sub, kind in zip(elements, kinds):
+                        self.bind_target(sub, Value(kind))
+                    return
+            element = value if value.kind in (DEVICE, HOST_TENSOR, HOST) else V_UNKNOWN
+            if element.is_bool:
+                element = Value(element.kind)
+            for sub in elements:
+                self.bind_target(sub, element)
+        elif isinstance(target, cst.StarredElement):
+            self.bind_target(target.value, V_UNKNOWN)
+        elif isinstance(target, cst.Attribute):
+            self.expr(target.value)
+            if isinstance(target.value, cst.Name) and target.value.value == "self":
+                self.self_attrs[target.attr.value] = value
+        elif isinstance(target, cst.Subscript):
+            self.expr(target)
+
+    def _element_of(self, iter_node: cst.BaseExpression, iter_value: Value) -> Value:
+        """The value bound by `for x in <iter>`."""
+        if isinstance(iter_node, cst.Call):
+            func = dotted(iter_node.func)
+            args = positional(iter_node)
+            if func == "range":
+                return V_HOST
+            if func == "enumerate" and args:
+                return Value("tuple:" + HOST + "," + self._element_of(args[0], self.out.of(args[0])).kind)
+            if func == "zip":
+                kinds = [self._element_of(a, self.out.of(a)).kind for a in args]
+                return Value("tuple:" + ",".join(kinds))
+            if func == "reversed" and args:
+                return self._element_of(args[0], self.out.of(args[0]))
+        if iter_value.kind == MODULE_LIST:
+            return V_MODULE
+        if iter_value.kind in (DEVICE, HOST_TENSOR):
+            return Value(iter_value.kind)
+        return V_UNKNOWN
+
+    # ----- expressions ----------------------------------------------------------------
+    def expr(self, node: cst.BaseExpression) -> Value:
+        value = self._expr(node)
+        self.out.values[id(node)] = value
+        return value
+
+    def _expr(self, node: cst.BaseExpression) -> Value:  # noqa: C901 - one dispatch table
+        if isinstance(node, cst.Name):
+            return self._name(node)
+        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+            return V_HOST
+        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+            self._children(node)
+            return V_HOST
+        if isinstance(node, cst.Attribute):
+            return self._attribute(node)
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            return self._subscript(node)
+        if isinstance(node, cst.BinaryOperation):
+            left = self.expr(node.left)
+            right = self.expr(node.right)
+            result = _binop(left, right)
+            if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and left.is_bool and right.is_bool:
+                result = Value(result.kind, True)
+            return result
+        if isinstance(node, cst.UnaryOperation):
+            inner = self.expr(node.expression)
+            if isinstance(node.operator, cst.Not):
+                return V_HOST
+            return inner
+        if isinstance(node, cst.BooleanOperation):
+            return join(self.expr(node.left), self.expr(node.right))
+        if isinstance(node, cst.Comparison):
+            return self._comparison(node)
+        if isinstance(node, cst.IfExp):
+            self.expr(node.test)
+            return join(self.expr(node.body), self.expr(node.orelse))
+        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+            values = [self.expr(e.value) for e in node.elements]
+            if values and all(v.kind in (HOST, NONE) for v in values):
+                return V_HOST
+            if not values:
+                return V_HOST
+            return V_UNKNOWN
+        if isinstance(node, cst.Dict):
+            for element in node.elements:
+                if isinstance(element, cst.DictElement):
+                    self.expr(element.key)
+                    self.expr(element.value)
+                else:
+                    self.expr(element.value)
+            return V_UNKNOWN
+        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            return self._comprehension(node)
+        if isinstance(node, cst.Lambda):
+            saved = dict(self.env)
+            for param in node.params.params:
+                self.env[param.name.value] = V_UNKNOWN
+            self.expr(node.body)
+            self.env = saved
+            return V_UNKNOWN
+        if isinstance(node, cst.NamedExpr):
+            value = self.expr(node.value)
+            self.bind_target(node.target, value)
+            return value
+        if isinstance(node, cst.Await):
+            self.expr(node.expression)
+            return V_UNKNOWN
+        if isinstance(node, cst.Ellipsis):
+            return V_HOST
+        self._children(node)
+        return V_UNKNOWN
+
+    def _children(self, node: cst.CSTNode) -> None:
+        for child in node.children:
+            if isinstance(child, cst.BaseExpression):
+                self.expr(child)
+            else:
+                self._children(child)
+
+    def _name(self, node: cst.Name) -> Value:
+        name = node.value
+        if name in self.env:
+            return self.env[name]
+        if name in ("True", "False"):
+            return V_HOST
+        if name == "None":
+            return V_NONE
+        if name in self.facts.constants:
+            return self.facts.constants[name]
+        return V_UNKNOWN
+
+    def _attribute(self, node: cst.Attribute) -> Value:
+        attr = node.attr.value
+        qualified = self.imports.resolve(node)
+        if qualified is not None and qualified.startswith("torch."):
+            return V_HOST  # dtypes, device types, submodules: host objects
+        base = self.expr(node.value)
+        if attr in _META_ATTRS:
+            return V_HOST
+        if base.kind == SELF:
+            if attr in self.self_attrs:
+                return self.self_attrs[attr]
+            return self.class_attrs.get(attr, V_UNKNOWN)
+        if base.kind == MODULE:
+            # Parameters and buffers of a submodule live on the device.
+            return V_DEVICE if attr in ("weight", "bias") else V_UNKNOWN
+        if base.kind in (DEVICE, HOST_TENSOR):
+            return Value(base.kind)
+        if base.kind == HOST:
+            return V_HOST
+        return V_UNKNOWN
+
+    def _subscript(self, node: cst.Subscript) -> Value:
+        base = self.expr(node.value)
+        index_values = []
+        for element in node.slice:
+            inner = element.slice
+            if isinstance(inner, cst.Index):
+                index_values.append(self.expr(inner.value))
+            elif isinstance(inner, cst.Slice):
+                for part in (inner.lower, inner.upper, inner.step):
+                    if part is not None:
+                        self.expr(part)
+        if base.kind in (DEVICE, HOST_TENSOR):
+            return Value(base.kind)
+        if base.kind == MODULE_LIST:
+            return V_MODULE
+        if base.kind == HOST:
+            return V_HOST
+        if base.kind.startswith("tuple:"):
+            kinds = base.kind[len("tuple:"):].split(",")
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                index = node.slice[0].slice.value
+                if isinstance(index, cst.Integer) and int(index.value) < len(kinds):
+                    return Value(kinds[int(index.value)])
+        return V_UNKNOWN
+
+    def _comparison(self, node: cst.Comparison) -> Value:
+        left = self.expr(node.left)
+        values = [left]
+        identity_only = True
+        for target in node.comparisons:
+            values.append(self.expr(target.comparator))
+            if not isinstance(target.operator, (cst.Is, cst.IsNot, cst.In, cst.NotIn)):
+                identity_only = False
+        if identity_only:
+            return V_HOST
+        if any(v.kind == DEVICE for v in values):
+            return V_DEVICE_BOOL
+        if any(v.kind == HOST_TENSOR for v in values):
+            return Value(HOST_TENSOR, True)
+        if all(v.kind in (HOST, NONE) for v in values):
+            return V_HOST
+        return V_UNKNOWN
+
+    def _comprehension(self, node: cst.BaseComp) -> Value:
+        saved = dict(self.env)
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            iter_value = self.expr(comp.iter)
+            self.bind_target(comp.target, self._element_of(comp.iter, iter_value))
+            for condition in comp.ifs:
+                self.expr(condition.test)
+            comp = comp.inner_for_in
+        if isinstance(node, cst.DictComp):
+            self.expr(node.key)
+            self.expr(node.value)
+        else:
+            self.expr(node.elt)
+        self.env = saved
+        return V_UNKNOWN
+
+    def _call(self, node: cst.Call) -> Value:
+        args = [self.expr(a.value) for a in node.args]
+        func = node.func
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            return self._qualified_call(node, qualified, args)
+        if isinstance(func, cst.Name):
+            return self._builtin_or_local_call(node, func.value, args)
+        if isinstance(func, cst.Attribute):
+            receiver = self.expr(func.value)
+            if receiver.kind == SELF:
+                attr = self.self_attrs.get(func.attr.value) or self.class_attrs.get(func.attr.value)
+                if attr is not None and attr.kind in (MODULE, MODULE_LIST):
+                    return V_DEVICE  # self.attn(x): a submodule's forward
+            return self._method_call(node, func.attr.value, receiver, args)
+        callee = self.expr(func)
+        if callee.kind == MODULE:
+            return V_DEVICE
+        return V_UNKNOWN
+
+    def _qualified_call(self, node: cst.Call, qualified: str, args: list[Value]) -> Value:
+        if not qualified.startswith("torch."):
+            short = qualified.rsplit(".", 1)[-1]
+            if short in ("ModuleList", "Sequential", "ModuleDict"):
+                return V_MODULE_LIST
+            return V_UNKNOWN
+        if qualified in _HOST_FUNCS:
+            return V_HOST
+        short = qualified.rsplit(".", 1)[-1]
+        if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."):
+            if short in _MODULE_CONTAINERS:
+                return V_MODULE_LIST if short != "Sequential" else V_MODULE
+            if short == "Parameter":
+                return V_DEVICE
+            if short[:1].isupper():
+                return V_MODULE
+            return V_UNKNOWN
+        if qualified.startswith(_NON_TENSOR_PREFIXES):
+            return V_UNKNOWN
+        if qualified in _FACTORIES or qualified in _FROM_HOST:
+            return self._placement(node, default=V_HOST_TENSOR)
+        if qualified in _LIKE:
+            base = args[0] if args else V_UNKNOWN
+            placed = self._placement(node, default=None)
+            return placed if placed is not None else (Value(base.kind) if base.is_tensor else V_DEVICE)
+        result = _tensor_result(args)
+        if qualified in _BOOL_FUNCS:
+            return Value(result.kind, True)
+        return result
+
+    def _placement(self, node: cst.Call, default: Value | None) -> Value | None:
+        """Where a factory puts its tensor: device=, pin_memory=True, or the CPU default."""
+        if _is_true(keyword(node, "pin_memory")):
+            return V_HOST_TENSOR
+        device = keyword(node, "device")
+        if device is None:
+            return default
+        if _is_cpu_device(device, self.imports):
+            return V_HOST_TENSOR
+        if _is_none(device):
+            return default
+        return V_DEVICE
+
+    def _builtin_or_local_call(self, node: cst.Call, name: str, args: list[Value]) -> Value:
+        if name in self.env:
+            callee = self.env[name]
+            if callee.kind in (MODULE, MODULE_LIST):
+                return V_DEVICE
+            return V_UNKNOWN
+        if name in ("min", "max", "abs"):
+            result = args[0] if args else V_UNKNOWN
+            for value in args[1:]:
+                result = join(result, value)
+            return result if result.kind in (HOST, DEVICE, HOST_TENSOR) else V_UNKNOWN
+        if name in _HOST_BUILTINS:
+            return V_HOST
+        if name in self.facts.classes and self.facts.class_is_module(name):
+            return V_MODULE
+        return V_UNKNOWN
+
+    def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value]) -> Value:
+        if method in ("item", "tolist") or method in _META_METHODS:
+            return V_HOST
+        if receiver.kind == SELF:
+            return V_UNKNOWN
+        if receiver.kind in (MODULE, MODULE_LIST):
+            if method in ("forward", "__call__"):
+                return V_DEVICE
+            if method in ("parameters", "buffers", "modules", "children", "named_parameters"):
+                return V_UNKNOWN
+            return V_UNKNOWN
+        if receiver.kind not in (DEVICE, HOST_TENSOR):
+            if method == "to" and receiver.kind == UNKNOWN:
+                return V_UNKNOWN
+            return V_HOST if receiver.kind == HOST else V_UNKNOWN
+        if method in ("cpu", "numpy"):
+            return V_HOST_TENSOR
+        if method == "cuda":
+            return V_DEVICE
+        if method == "pin_memory":
+            return V_HOST_TENSOR
+        if method == "to":
+            return self._to_target(node, receiver)
+        if method in _BOOL_METHODS or method in ("any", "all"):
+            return Value(receiver.kind, True)
+        if method in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+            placed = self._placement(node, default=None)
+            return placed if placed is not None else Value(receiver.kind)
+        if method in ("float", "half", "bfloat16", "double", "long", "int", "short", "byte"):
+            return Value(receiver.kind)
+        return Value(receiver.kind, receiver.is_bool and method in ("clone", "contiguous", "view", "reshape",
+                                                                    "unsqueeze", "squeeze", "expand",
+                                                                    "flatten", "detach", "t", "transpose",
+                                                                    "permute", "__getitem__"))
+
+    def _to_target(self, node: cst.Call, receiver: Value) -> Value:
+        """`.to(...)`: a CPU target makes a host tensor, a dtype keeps the placement."""
+        device = keyword(node, "device")
+        if device is not None:
+            return V_HOST_TENSOR if _is_cpu_device(device, self.imports) else V_DEVICE
+        args = positional(node)
+        if not args:
+            return Value(receiver.kind)
+        first = args[0]
+        if _is_cpu_device(first, self.imports):
+            return V_HOST_TENSOR
+        if isinstance(first, cst.SimpleString):
+            return V_DEVICE
+        qualified = self.imports.resolve(first) or ""
+        if qualified.startswith("torch.") and qualified != "torch.device":
+            return Value(receiver.kind)  # a dtype such as torch.float32
+        if isinstance(first, cst.Attribute) and first.attr.value == "dtype":
+            return Value(receiver.kind)
+        first_value = self.out.of(first)
+        if first_value.is_tensor:
+            return Value(first_value.kind)  # .to(other): other's placement
+        return V_DEVICE
+
+
+def _binop(left: Value, right: Value) -> Value:
+    if left.kind == DEVICE or right.kind == DEVICE:
+        return V_DEVICE
+    if HOST_TENSOR in (left.kind, right.kind) and {left.kind, right.kind} <= {HOST_TENSOR, HOST}:
+        return V_HOST_TENSOR
+    if left.kind == HOST and right.kind == HOST:
+        return V_HOST
+    return V_UNKNOWN
+
+
+def _tensor_result(args: list[Value]) -> Value:
+    """A torch op's result lives where its tensor inputs live; unknown inputs mean device."""
+    tensors = [a for a in args if a.kind in (DEVICE, HOST_TENSOR, UNKNOWN)]
+    if tensors and all(a.kind == HOST_TENSOR for a in tensors):
+        return V_HOST_TENSOR
+    if not tensors and args and all(a.kind in (HOST, NONE) for a in args):
+        return V_HOST_TENSOR
+    return V_DEVICE
+
+
+def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
+    merged = dict(a)
+    for name, value in b.items():
+        merged[name] = join(merged[name], value) if name in merged else value
+    return merged
+
+
+def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
+    """Attribute kinds assigned anywhere in the class: `self.x = ...`, `register_buffer`,
+    `nn.Parameter`, submodules, and class-level annotations."""
+    bases = [dotted(b.value) or "" for b in node.bases]
+    info = ClassInfo(node.name.value, bases)
+    facts.classes[info.name] = info
+    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    info.assign(small.target.value, annotation_value(small.annotation.annotation, facts.imports))
+        if not isinstance(stmt, cst.FunctionDef):
+            continue
+        inference = Inference(facts, None)
+        inference.class_attrs = info.attrs
+        inference.bind_params(stmt.params, is_method=True)
+        inference.block(stmt.body)
+        for attr, value in inference.self_attrs.items():
+            info.assign(attr, value)
+        for call, name in _register_calls(stmt):
+            method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
+            if method in ("register_buffer", "register_parameter"):
+                info.assign(name, V_DEVICE)
+            elif method in ("register_module", "add_module"):
+                info.assign(name, V_MODULE)
+    return info
+
+
+def _register_calls(func: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
+    found: list[tuple[cst.Call, str]] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+                    and node.func.value.value == "self"
+                    and node.func.attr.value in ("register_buffer", "register_parameter", "register_module", "add_module")
+                    and node.args and isinstance(node.args[0].value, cst.SimpleString)):
+                found.append((node, node.args[0].value.evaluated_value))
+
+    func.body.visit(Finder())
+    return found

@@ -1,0 +1,106 @@
+"""Import aliases of one module, so `import torch as t; t.nonzero` and
+`from torch import nonzero as nz` both resolve to `torch.nonzero`.
+
+This replaces libcst's QualifiedNameProvider: the rules only need dotted names rooted at an
+import, and collecting the few import statements of a file costs almost nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _module_name(node: cst.BaseExpression | None) -> str:
+    if node is None:
+        return ""
+    name = dotted(node)
+    return name or ""
+
+
+@dataclass
+class ImportMap:
+    """Local name -> fully qualified dotted name, for every import in the module."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    # Relative imports keep their dots (".moe.route"); the call graph resolves them per package.
+    relative: dict[str, str] = field(default_factory=dict)
+
+    def add(self, node: cst.Import | cst.ImportFrom) -> None:
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = _module_name(alias.name)
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    self.aliases[alias.asname.name.value] = full
+                else:
+                    root = full.split(".")[0]
+                    self.aliases[root] = root
+            return
+        level = len(node.relative)
+        base = _module_name(node.module)
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for alias in node.names:
+            name = _module_name(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            full = f"{base}.{name}" if base else name
+            if level:
+                self.relative[local] = "." * level + full
+            else:
+                self.aliases[local] = full
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        """The qualified name of `node` when its root is an imported name, else None."""
+        name = dotted(node)
+        if name is None:
+            return None
+        root, _, rest = name.partition(".")
+        full = self.aliases.get(root)
+        if full is None:
+            return None
+        return f"{full}.{rest}" if rest else full
+
+
+def collect_imports(module: cst.Module) -> ImportMap:
+    """Imports at module level and inside functions (lazy imports in forward() are common)."""
+    imports = ImportMap()
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.Import, cst.ImportFrom)):
+            imports.add(node)
+            continue
+        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+            stack.extend(node.body)
+        elif isinstance(node, cst.SimpleStatementLine):
+            stack.extend(node.body)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.With, cst.For, cst.While)):
+            stack.append(node.body)
+        elif isinstance(node, cst.If):
+            stack.append(node.body)
+            if node.orelse is not None:
+                stack.append(node.orelse)
+        elif isinstance(node, cst.Else):
+            stack.append(node.body)
+        elif isinstance(node, cst.Try):
+            stack.append(node.body)
+            stack.extend(h.body for h in node.handlers)
+            if node.orelse is not None:
+                stack.append(node.orelse.body)
+            if node.finalbody is not None:
+                stack.append(node.finalbody.body)
+    return imports

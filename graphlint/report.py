@@ -1,0 +1,164 @@
+"""The one report model that every view (text, JSON, SARIF, GitHub annotations) renders.
+
+Data flows one way: the static engine and the runtime harness fill a `Report`; writers only
+read it. `Report.to_dict()` is the JSON contract in DESIGN.md (`schema: graphlint-report/1`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SCHEMA = "graphlint-report/1"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One hazard at one source range; `suppressed` findings stay in the report."""
+
+    rule: str
+    family: str
+    severity: str  # "error" | "warning"
+    path: str  # relative to the project root, '/'-separated
+    line: int
+    col: int  # 1-based, as editors count
+    end_line: int
+    end_col: int
+    function: str | None
+    region: str
+    message: str
+    fix: str
+    name: str = ""
+    suppressed: bool = False
+    suppression_reason: str | None = None
+    reached_via: tuple[str, ...] = ()
+    fingerprint: str | None = None
+
+    def sort_key(self) -> tuple:
+        return (self.path, self.line, self.col, self.rule, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["reached_via"] = list(self.reached_via)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        known = {f for f in cls.__dataclass_fields__}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs["reached_via"] = tuple(kwargs.get("reached_via") or ())
+        return cls(**kwargs)
+
+
+@dataclass
+class StaticResult:
+    """What `graphlint check` found: the files it read and every finding, in a stable order."""
+
+    files: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    unresolved_calls: list[dict[str, Any]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for finding in self.findings:
+            if not finding.suppressed:
+                counts[finding.rule] = counts.get(finding.rule, 0) + 1
+        return dict(sorted(counts.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "files": self.files,
+            "findings": [f.to_dict() for f in self.findings],
+            "counts": self.counts(),
+        }
+        if self.unresolved_calls:
+            data["unresolved_calls"] = self.unresolved_calls
+        data.update(self.extra)
+        return data
+
+
+@dataclass
+class Report:
+    """The whole report; `static` and `runtime` are None when that half did not run."""
+
+    tool_version: str
+    config: dict[str, Any] = field(default_factory=dict)
+    static: StaticResult | None = None
+    # The runtime harness owns this dict's shape: {torch, devices, sync_events, allocations,
+    # captures, replay, bench, phases, verdict}; a phase verdict of "fail" fails the report.
+    runtime: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        errors = warnings = suppressed = 0
+        if self.static is not None:
+            for finding in self.static.findings:
+                if finding.suppressed:
+                    suppressed += 1
+                elif finding.severity == "error":
+                    errors += 1
+                else:
+                    warnings += 1
+        runtime_failed = bool(self.runtime) and self.runtime.get("verdict") == "fail"
+        failed = errors > 0 or runtime_failed or bool(self.errors)
+        return {
+            "errors": errors,
+            "warnings": warnings,
+            "suppressed": suppressed,
+            "runtime_verdict": None if self.runtime is None else self.runtime.get("verdict"),
+            "verdict": "fail" if failed else "pass",
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "tool": {"name": "graphlint", "version": self.tool_version},
+            "config": self.config,
+            "static": None if self.static is None else self.static.to_dict(),
+            "runtime": self.runtime,
+            "errors": self.errors,
+            "summary": self.summary(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"not a graphlint report (schema {data.get('schema')!r}, expected {SCHEMA!r})")
+        static = None
+        if data.get("static") is not None:
+            raw = data["static"]
+            static = StaticResult(
+                files=list(raw.get("files", [])),
+                findings=[Finding.from_dict(f) for f in raw.get("findings", [])],
+                unresolved_calls=list(raw.get("unresolved_calls", [])),
+            )
+        return cls(
+            tool_version=data.get("tool", {}).get("version", "?"),
+            config=data.get("config", {}),
+            static=static,
+            runtime=data.get("runtime"),
+            errors=list(data.get("errors", [])),
+        )
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write via a temporary file in the same folder and rename, so a gate never reads half a report."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def dumps(report: Report) -> str:
+    return json.dumps(report.to_dict(), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,103 @@
+"""The rule base class and the context a rule sees while visiting one function.
+
+A rule is its own specification (as in Fixit): its docstring is the user documentation in
+four parts, MESSAGE and FIX are what the report says, and VALID / INVALID are code examples
+that tests/test_rule_examples.py runs for every rule. A rule asks the shared analysis
+(`ctx.value`, `ctx.qualified`) instead of re-deriving what a name holds.
+"""
+from __future__ import annotations
+
+import inspect
+import textwrap
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import libcst as cst
+
+if TYPE_CHECKING:
+    from graphlint.inference import FunctionFacts, Value
+    from graphlint.names import ImportMap
+
+FAMILIES = {
+    "1": "sync",
+    "2": "host-control-flow",
+    "3": "dynamic-shape",
+    "4": "allocation",
+    "5": "capture-hygiene",
+    "9": "graphlint",
+}
+
+
+@dataclass(frozen=True)
+class Example:
+    """A rule example; `expect` is how many findings of this rule an INVALID example yields."""
+
+    code: str
+    expect: int = 1
+
+
+class Rule:
+    """Base class. Subclasses set the ClassVars and define `visit_<NodeType>(node, ctx)`."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str] = "error"
+    message: ClassVar[str]
+    fix: ClassVar[str]
+    # Capture-only rules matter inside the graph, not in an eager break (syncs matter in both).
+    capture_only: ClassVar[bool] = False
+    VALID: ClassVar[list[str]] = []
+    INVALID: ClassVar[list[str | Example]] = []
+
+    @classmethod
+    def family(cls) -> str:
+        return FAMILIES[cls.code[2]]
+
+    @classmethod
+    def docs(cls) -> str:
+        return textwrap.dedent(inspect.getdoc(cls) or "").strip()
+
+    @classmethod
+    def summary(cls) -> str:
+        return cls.docs().splitlines()[0] if cls.docs() else cls.message
+
+
+@dataclass
+class RawFinding:
+    """A finding before positions and regions are attached (nodes are resolved per file)."""
+
+    rule: type[Rule]
+    node: cst.CSTNode
+    statement: cst.CSTNode | None
+    function: str
+    message: str
+    fix: str
+
+
+class Context:
+    """What a rule may ask while the walker is inside one function."""
+
+    def __init__(self, function: str, facts: "FunctionFacts", imports: "ImportMap", sink: list[RawFinding]):
+        self.function = function
+        self.facts = facts
+        self.imports = imports
+        self._sink = sink
+        self.statement: cst.CSTNode | None = None
+        self.parents: list[cst.CSTNode] = []
+        # Names bound before the innermost loop began: `x = cat([x, y])` on them grows per step.
+        self.loop_depth = 0
+
+    def value(self, node: cst.CSTNode) -> "Value":
+        return self.facts.of(node)
+
+    def qualified(self, node: cst.BaseExpression) -> str | None:
+        return self.imports.resolve(node)
+
+    def report(self, rule: type[Rule] | Rule, node: cst.CSTNode, message: str | None = None, fix: str | None = None) -> None:
+        cls = rule if isinstance(rule, type) else type(rule)
+        self._sink.append(RawFinding(cls, node, self.statement, self.function,
+                                     message or cls.message, fix or cls.fix))
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        return self.parents[-1] if self.parents else None

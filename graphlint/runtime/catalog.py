@@ -1,0 +1,182 @@
+"""What the runtime harness flags, as data: aten ops and Python-level tensor calls that would sync,
+read a device value on the host, copy between host and device, or have a data-dependent shape on CUDA.
+
+Each entry carries its event kind, the reason shown to the user, an optional argument condition
+(evaluated in `intercept.py`) and where the behaviour was checked. Sources: RUNTIME_NOTES.md §1/§5 and
+its H200 table (torch 2.11.0+cu130); CPU dispatch traces on torch 2.13.0+cpu.
+
+Event kinds (the `kind` of every `runtime.sync_events` record):
+
+- ``sync``          an explicit or internal synchronisation that reads nothing back
+                    (`torch.cuda.synchronize()`, `Event.synchronize()`, `torch.mode`).
+- ``host-read``     a device value is read on the host: `.item()`, `bool()/int()/float()`, `if t:`,
+                    f-strings, `print`, `torch.equal`, `histc` with default bounds.
+- ``dynamic-shape`` the output's shape depends on the data, so the host must learn it:
+                    `nonzero`, boolean-mask indexing, `unique`, `bincount`, `repeat_interleave` without
+                    `output_size`, `masked_select`, one-argument `torch.where`.
+- ``d2h-copy``      device-to-host copy: `.cpu()`, `.tolist()`, `.numpy()`, `.to("cpu")`.
+- ``h2d-copy``      host-to-device copy of host data inside the step: `torch.tensor(list, device=...)`,
+                    a Python scalar written into one element, a pageable `non_blocking=True` copy.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+KINDS = ("sync", "host-read", "dynamic-shape", "d2h-copy", "h2d-copy")
+
+CHECKED_H200 = "seen on H200, torch 2.11.0+cu130 (RUNTIME_NOTES)"
+CHECKED_CODE = "read in torch source (RUNTIME_NOTES §1)"
+CHECKED_CPU = "dispatch trace, torch 2.13.0+cpu"
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """An aten op (overload packet name, e.g. `aten.nonzero`) that is flagged when `when` holds."""
+
+    op: str
+    kind: str
+    reason: str
+    checked: str
+    when: str = "always"  # a condition name understood by intercept.py
+
+
+# aten ops, matched on the overload packet (`aten.index_put_` matches `.default` too).
+OP_RULES: tuple[OpRule, ...] = (
+    OpRule("aten._local_scalar_dense", "host-read",
+           "reads a device value on the host (.item(), int(), float(), bool(), `if tensor:`, a tensor "
+           "used as a Python number or index)", CHECKED_H200),
+    OpRule("aten.nonzero", "dynamic-shape",
+           "nonzero has a data-dependent output shape; the host waits for the count "
+           "(use nonzero_static or a mask)", CHECKED_H200),
+    OpRule("aten.argwhere", "dynamic-shape", "argwhere is nonzero: data-dependent output shape", CHECKED_CODE),
+    OpRule("aten.masked_select", "dynamic-shape",
+           "masked_select has a data-dependent output shape (use torch.where(mask, x, 0))", CHECKED_CODE),
+    OpRule("aten._unique", "dynamic-shape", "unique has a data-dependent output shape", CHECKED_H200),
+    OpRule("aten._unique2", "dynamic-shape", "unique has a data-dependent output shape", CHECKED_H200),
+    OpRule("aten.unique_dim", "dynamic-shape", "unique has a data-dependent output shape", CHECKED_CODE),
+    OpRule("aten.unique_consecutive", "dynamic-shape",
+           "unique_consecutive has a data-dependent output shape", CHECKED_CODE),
+    OpRule("aten.unique_dim_consecutive", "dynamic-shape",
+           "unique_consecutive has a data-dependent output shape", CHECKED_CODE),
+    OpRule("aten.bincount", "dynamic-shape",
+           "bincount reads max() on the host to size its output, even with minlength "
+           "(use counts.zero_(); counts.scatter_add_(0, idx, ones))", CHECKED_H200),
+    OpRule("aten.repeat_interleave", "dynamic-shape",
+           "repeat_interleave with tensor repeats and no output_size sums the repeats on the host",
+           CHECKED_H200, when="no_output_size"),
+    OpRule("aten.histc", "host-read",
+           "histc with default bounds (min == max) reads the data's min and max on the host; pass fixed "
+           "min/max", CHECKED_H200, when="default_range"),
+    OpRule("aten.index", "dynamic-shape",
+           "boolean-mask indexing x[mask] runs nonzero: data-dependent shape "
+           "(use torch.where(mask, x, 0) or a fixed-size gather)", CHECKED_H200, when="bool_index"),
+    OpRule("aten._unsafe_index", "dynamic-shape", "boolean-mask indexing runs nonzero", CHECKED_CODE,
+           when="bool_index"),
+    OpRule("aten.index_put_", "dynamic-shape",
+           "x[mask] = tensor runs nonzero (a Python scalar through the mask is masked_fill and is fine; "
+           "or use torch.where / masked_scatter with static shapes)", CHECKED_H200, when="bool_index_not_fill"),
+    OpRule("aten.index_put", "dynamic-shape", "x[mask] = tensor runs nonzero", CHECKED_H200,
+           when="bool_index_not_fill"),
+    OpRule("aten._index_put_impl_", "dynamic-shape", "x[mask] = tensor runs nonzero", CHECKED_H200,
+           when="bool_index_not_fill"),
+    OpRule("aten.equal", "host-read", "torch.equal returns a Python bool: the host reads the result",
+           CHECKED_CODE),
+    OpRule("aten.allclose", "host-read", "torch.allclose returns a Python bool: the host reads the result",
+           CHECKED_CODE),
+    OpRule("aten.is_nonzero", "host-read", "is_nonzero reads a device value on the host", CHECKED_CODE),
+    OpRule("aten.mode", "sync", "torch.mode synchronises inside its CUDA kernel", CHECKED_CODE),
+    OpRule("aten._linalg_check_errors", "host-read",
+           "linalg error checking reads the LAPACK info on the host (use the *_ex variant and check later)",
+           CHECKED_CPU),
+    OpRule("aten.copy_", "h2d-copy",
+           "a Python scalar written into a device tensor (x[i] = 3.0) is a host-to-device copy; capture "
+           "rejects it (write from a device tensor or a pinned buffer)", CHECKED_H200, when="src_lifted"),
+    OpRule("aten.index_put_", "h2d-copy",
+           "a Python scalar written through a tensor index is copied to the device first",
+           CHECKED_CODE, when="values_lifted_not_fill"),
+    OpRule("aten.lift_fresh", "h2d-copy",
+           "a Python list becomes a tensor inside the step (an index list or data): a host-to-device copy "
+           "each step", CHECKED_CPU, when="not_scalar"),
+)
+
+
+@dataclass(frozen=True)
+class PyRule:
+    """A Python-level tensor call, matched on its qualified name inside TorchFunctionMode."""
+
+    name: str
+    kind: str
+    reason: str
+    checked: str
+    when: str = "always"
+
+
+# Python-level calls that reach no aten op on the CPU (`.cpu()`, `.tolist()`, `print`) or whose
+# user-facing name says more than the aten op underneath (`Tensor.__bool__` vs `_local_scalar_dense`).
+PY_RULES: tuple[PyRule, ...] = (
+    PyRule("Tensor.item", "host-read", ".item() reads a device value on the host", CHECKED_H200),
+    PyRule("Tensor.__bool__", "host-read",
+           "bool(tensor) / `if tensor:` reads a device value on the host and branches on it", CHECKED_H200),
+    PyRule("Tensor.__int__", "host-read", "int(tensor) reads a device value on the host", CHECKED_H200),
+    PyRule("Tensor.__float__", "host-read", "float(tensor) reads a device value on the host", CHECKED_H200),
+    PyRule("Tensor.__index__", "host-read",
+           "a tensor used as a Python index or slice bound is read on the host", CHECKED_CODE),
+    PyRule("Tensor.__complex__", "host-read", "complex(tensor) reads a device value on the host", CHECKED_CODE),
+    PyRule("Tensor.__contains__", "host-read", "`v in tensor` reads a device value on the host", CHECKED_CPU),
+    PyRule("Tensor.__format__", "host-read",
+           "formatting a tensor (f-string, format) reads its value on the host", CHECKED_H200),
+    PyRule("Tensor.__repr__", "host-read", "printing a tensor copies its values to the host", CHECKED_CODE),
+    PyRule("Tensor.tolist", "d2h-copy", ".tolist() copies the tensor to the host", CHECKED_H200),
+    PyRule("Tensor.numpy", "d2h-copy", ".numpy() copies the tensor to the host", CHECKED_CODE),
+    PyRule("Tensor.__array__", "d2h-copy", "numpy conversion copies the tensor to the host", CHECKED_CODE),
+    PyRule("Tensor.cpu", "d2h-copy", ".cpu() copies the tensor to the host", CHECKED_H200),
+    PyRule("Tensor.to", "d2h-copy", ".to('cpu') copies the tensor to the host", CHECKED_H200, when="to_host"),
+    PyRule("torch.tensor", "h2d-copy",
+           "torch.tensor(host data) inside the step copies host data to the device each step "
+           "(keep a static device buffer, fill it in prepare())", CHECKED_H200, when="host_data"),
+    PyRule("torch.as_tensor", "h2d-copy", "torch.as_tensor(host data) copies host data to the device",
+           CHECKED_CODE, when="host_data"),
+    PyRule("torch.asarray", "h2d-copy", "torch.asarray(host data) copies host data to the device",
+           CHECKED_CODE, when="host_data"),
+    PyRule("torch.from_numpy", "h2d-copy", "a numpy array becomes a tensor inside the step", CHECKED_CODE),
+    PyRule("Tensor.new_tensor", "h2d-copy", "new_tensor(host data) copies host data to the device",
+           CHECKED_CODE),
+    PyRule("Tensor.cuda", "h2d-copy", ".cuda() of a host tensor inside the step is a host-to-device copy",
+           CHECKED_CODE, when="from_host"),
+)
+
+# On CUDA, sync debug mode is the source of truth for the rules above; these are the Python-level
+# copies it misses and that are checked there instead (RUNTIME_NOTES H200 table).
+PAGEABLE_RULES: tuple[PyRule, ...] = (
+    PyRule("Tensor.to", "h2d-copy", "", CHECKED_H200, when="pageable_non_blocking"),
+    PyRule("Tensor.cuda", "h2d-copy", "", CHECKED_H200, when="pageable_non_blocking"),
+    PyRule("Tensor.copy_", "h2d-copy", "", CHECKED_H200, when="pageable_non_blocking"),
+)
+
+# The same calls seen through sync debug mode on CUDA miss pageable `non_blocking=True` copies:
+# the driver makes them synchronous and torch does not warn (RUNTIME_NOTES H200 table).
+PAGEABLE_COPY_REASON = (
+    "a non_blocking copy from pageable host memory is synchronous in the driver; sync debug mode does "
+    "not see it (use a pinned buffer)"
+)
+
+# Synchronisation APIs patched during a step: sync debug mode misses the first two (they call the
+# CUDA runtime directly); on the CPU emulation all are recorded and do nothing.
+SYNC_CALLS: tuple[tuple[str, str, str], ...] = (
+    ("torch.cuda.synchronize", "torch.cuda.synchronize() waits for every stream of the device "
+     "(use events and wait_stream)", CHECKED_H200),
+    ("torch.cuda.Event.synchronize", "Event.synchronize() blocks the host until the event completes",
+     CHECKED_H200),
+    ("torch.cuda.Stream.synchronize", "Stream.synchronize() blocks the host until the stream drains",
+     CHECKED_H200),
+    ("torch.accelerator.synchronize", "torch.accelerator.synchronize() waits for the whole device",
+     CHECKED_CODE),
+)
+# On CUDA, sync debug mode already reports Stream.synchronize (from inside torch/cuda/streams.py).
+SEEN_BY_SYNC_MODE = frozenset({"torch.cuda.Stream.synchronize"})
+
+# An op may carry several rules (index_put_: a boolean mask, or a lifted Python scalar).
+OP_RULES_BY_NAME: dict[str, tuple[OpRule, ...]] = {}
+for _rule in OP_RULES:
+    OP_RULES_BY_NAME[_rule.op] = OP_RULES_BY_NAME.get(_rule.op, ()) + (_rule,)
+del _rule

@@ -1,0 +1,24 @@
+"""Lint a code snippet in memory, as the rule examples and the test suite do."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from graphlint import suppressions
+from graphlint.analysis import analyze_source
+from graphlint.config import Config
+from graphlint.engine import _analysis_to_dict, finalize
+from graphlint.report import Finding
+from graphlint.rules import ALL_RULES
+
+PRELUDE = "import torch\nfrom torch import nn\n"
+
+
+def lint_snippet(code: str, path: str = "snippet.py", config: Config | None = None,
+                 select: tuple[str, ...] = (), prelude: bool = True) -> list[Finding]:
+    """Findings for one snippet; a snippet that imports nothing from torch gets `import torch`
+    and `from torch import nn` prepended (and line numbers shift by two)."""
+    if prelude and "import torch" not in code:
+        code = PRELUDE + code
+    result = analyze_source(path, code, ALL_RULES, force=True)
+    data = _analysis_to_dict(result, suppressions.scan(code))
+    return finalize([data], config or Config(root=Path(".")), select, ())

@@ -1,0 +1,1 @@
+"""Writers: each renders a finished Report and never analyses anything."""

@@ -1,0 +1,38 @@
+"""Small helpers the rule modules share for reading calls (method names, receivers, args)."""
+from __future__ import annotations
+
+import libcst as cst
+
+from graphlint.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
+from graphlint.rule import Context
+
+__all__ = ["method_name", "receiver", "keyword", "positional", "maybe_device", "is_device", "first_arg"]
+
+
+def method_name(call: cst.Call) -> str | None:
+    """`x.item()` -> "item"; None for plain function calls."""
+    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+
+
+def receiver(call: cst.Call) -> cst.BaseExpression | None:
+    return call.func.value if isinstance(call.func, cst.Attribute) else None
+
+
+def is_device(ctx: Context, node: cst.CSTNode | None) -> bool:
+    return node is not None and ctx.value(node).kind == DEVICE
+
+
+def maybe_device(ctx: Context, node: cst.CSTNode | None) -> bool:
+    """Device or not known to be host: for methods that only tensors have (`.item()`),
+    where the method name itself is the evidence."""
+    if node is None:
+        return False
+    value: Value = ctx.value(node)
+    return value.kind not in (HOST, HOST_TENSOR, NONE, "self", "module", "module_list")
+
+
+def first_arg(call: cst.Call, name: str | None = None) -> cst.BaseExpression | None:
+    args = positional(call)
+    if args:
+        return args[0]
+    return keyword(call, name) if name else None

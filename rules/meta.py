@@ -1,0 +1,52 @@
+"""GL9xx: findings about graphlint's own input (files it cannot parse, suppressions it cannot
+honour). The engine emits them; they are rules so that `explain` and select/ignore work."""
+from __future__ import annotations
+
+from graphlint.rule import Rule
+
+
+class ParseError(Rule):
+    """Flags a file that does not parse.
+
+    ## Why it breaks a CUDA graph
+    It does not, by itself: but graphlint cannot check a file it cannot read, so the file's
+    hazards are unknown. The run goes on with the other files.
+
+    ## Example
+        def step(x:
+            return x
+
+    ## Use instead
+    Fix the syntax error (graphlint parses Python 3.8 to 3.13 syntax), or exclude the file in
+    `[tool.graphlint] exclude`.
+    """
+
+    code = "GL900"
+    name = "parse-error"
+    message = "file could not be parsed; its hazards were not checked"
+    fix = "fix the syntax error or exclude the file"
+
+
+class UnknownSuppression(Rule):
+    """Flags a suppression comment naming a code or name that no rule has.
+
+    ## Why it breaks a CUDA graph
+    It does not; but a misspelt suppression silences nothing, and a reader believes a hazard
+    was reviewed.
+
+    ## Example
+        x.item()  # graphlint: ignore[GL1O1]
+
+    ## Use instead
+    Name an existing rule by code or name: `# graphlint: ignore[GL101]` or
+    `# graphlint: ignore[item-call]`; `graphlint rules` lists them.
+    """
+
+    code = "GL901"
+    name = "unknown-suppression"
+    severity = "warning"
+    message = "suppression names an unknown rule"
+    fix = "name an existing rule code or name (see `graphlint rules`)"
+
+
+RULES = [ParseError, UnknownSuppression]
