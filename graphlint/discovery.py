@@ -36,15 +36,15 @@ def _is_venv(folder: Path) -> bool:
 
 
 def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] = ()) -> Iterator[Path]:
-    """Yield .py files in a stable order. An explicitly named file is checked even if it
-    matches no pattern; an explicitly named folder is walked."""
+    """Yield .py files in a stable order. An explicitly named file is always checked (as in
+    ruff, `exclude` applies to what a folder walk finds); an explicitly named folder is walked."""
     patterns = tuple(exclude)
     seen: set[Path] = set()
     for given in paths:
         path = Path(given)
         if path.is_file():
             resolved = path.resolve()
-            if resolved not in seen and not is_excluded(relative_posix(path, root), patterns):
+            if resolved not in seen:
                 seen.add(resolved)
                 yield path
             continue

@@ -129,6 +129,38 @@ def _is_true(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
 
+# Methods only tensors have (numpy arrays, lists and strings lack them): a name used as their
+# receiver is a tensor even without an annotation. `.to`, `.sum`, `.reshape` are shared with
+# other types and are not evidence.
+_TENSOR_ONLY_METHODS = frozenset({
+    "view", "unsqueeze", "gather", "scatter", "scatter_", "scatter_add_", "masked_fill",
+    "masked_fill_", "size", "float", "half", "bfloat16", "contiguous", "expand", "permute",
+    "unflatten", "index_select", "index_copy_", "index_add_", "softmax", "log_softmax", "type_as",
+    "cuda", "detach", "clamp", "clamp_", "dim", "numel", "copy_", "fill_", "zero_", "add_", "mul_",
+    "sub_", "div_", "narrow", "new_zeros", "new_empty", "new_ones", "new_full", "bmm", "topk",
+    "sigmoid", "rsqrt", "exp", "masked_scatter", "expand_as", "view_as", "unbind", "chunk",
+    "index_put_", "baddbmm", "addmm", "float_power", "logsumexp", "argmax", "argmin", "square",
+})
+
+
+def tensor_evidence(body: cst.CSTNode) -> set[str]:
+    """Names that the function uses as tensors: receivers of tensor-only methods."""
+    names: set[str] = set()
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            func = node.func
+            if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                    and func.attr.value in _TENSOR_ONLY_METHODS):
+                names.add(func.value.value)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    body.visit(Finder())
+    return names
+
+
 class ClassInfo:
     """What the methods of one class assign to `self.<attr>`, joined over the class."""
 
@@ -274,9 +306,12 @@ class Inference:
         self.out = FunctionFacts()
         # Assigned attributes of self during this function (they override class facts).
         self.self_attrs: dict[str, Value] = {}
+        # Names used as tensors in this function: an unknown value bound to one is a tensor.
+        self.evidence: set[str] = set()
 
     # ----- entry points -------------------------------------------------------------
     def run_function(self, node: cst.FunctionDef, is_method: bool) -> FunctionFacts:
+        self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
         self.block(node.body)
         return self.out
@@ -291,6 +326,9 @@ class Inference:
             self.env[name] = self._param_value(param)
         for param in params.kwonly_params:
             self.env[param.name.value] = self._param_value(param)
+        for name, value in list(self.env.items()):
+            if value.kind == UNKNOWN and name in self.evidence:
+                self.env[name] = V_DEVICE
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self.env[star.name.value] = V_UNKNOWN
@@ -402,6 +440,8 @@ class Inference:
 
     def bind_target(self, target: cst.BaseExpression, value: Value, source: cst.BaseExpression | None = None) -> None:
         if isinstance(target, cst.Name):
+            if value.kind == UNKNOWN and target.value in self.evidence:
+                value = V_DEVICE  # used as a tensor below (x.view(...), x.size()): a step tensor
             self.env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]

@@ -178,18 +178,25 @@ class ScalarWriteToDevice(Rule):
     ]
     INVALID = [
         "def f(tok_buf: torch.Tensor, next_token: int):\n    tok_buf[0] = next_token\n",
+        "class M:\n    def __init__(self, dev):\n        self.tok_buf = torch.zeros(2, 1, dtype=torch.long, device=dev)\n    def set_tokens(self, tokens):\n        for b, token in enumerate(tokens):\n            self.tok_buf[b, 0] = token\n",
         "def f(offsets: torch.Tensor, g: int, n: int):\n    offsets[g] = n * 128\n",
     ]
 
     def visit_Assign(self, node: cst.Assign, ctx: Context) -> None:
         value = ctx.value(node.value)
-        if value.kind != "host":
+        if value.kind not in ("host", "unknown"):
             return
         for target in node.targets:
             sub = target.target
-            if isinstance(sub, cst.Subscript) and is_device(ctx, sub.value):
-                if any(isinstance(e.slice, cst.Index) and ctx.value(e.slice.value).is_bool for e in sub.slice):
-                    continue
+            if not (isinstance(sub, cst.Subscript) and is_device(ctx, sub.value)):
+                continue
+            indices = [e.slice for e in sub.slice]
+            if any(isinstance(i, cst.Index) and ctx.value(i.value).is_bool for i in indices):
+                continue  # through a mask a scalar is masked_fill_
+            element_write = all(isinstance(i, cst.Index) and ctx.value(i.value).kind == "host" for i in indices)
+            # An unknown value is reported only for a single-element write (buf[b, 0] = token),
+            # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv).
+            if value.kind == "host" or element_write:
                 ctx.report(self, sub)
 
 

@@ -175,6 +175,8 @@ SYNC_CALLS: tuple[tuple[str, str, str], ...] = (
 # On CUDA, sync debug mode already reports Stream.synchronize (from inside torch/cuda/streams.py).
 SEEN_BY_SYNC_MODE = frozenset({"torch.cuda.Stream.synchronize"})
 
+PY_RULES_BY_NAME = {r.name: r for r in PY_RULES}
+
 # An op may carry several rules (index_put_: a boolean mask, or a lifted Python scalar).
 OP_RULES_BY_NAME: dict[str, tuple[OpRule, ...]] = {}
 for _rule in OP_RULES:

@@ -1,0 +1,109 @@
+"""The CPU emulation of every phase, for machines (and CI) without CUDA.
+
+The step runs eagerly on the CPU under the interceptor (`intercept.py`, emulate mode). Sync events
+come from the catalog; the capture phase is not run but predicted (it would fail on any sync event
+or work on another device); replay hazards come from comparing the traces of consecutive steps
+(`hazards.py`); the benchmark times eager steps only.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Any, Callable
+
+import torch
+
+from graphlint.runtime import hazards, targets, tracing
+from graphlint.runtime.intercept import Interceptor
+
+DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) of the bundled model
+BENCH_STEPS = 10
+
+
+def effective_steps(requested: int | None, default: int, target: Any) -> int:
+    steps = requested or default
+    max_steps = getattr(target, "max_steps", None)
+    if isinstance(max_steps, int) and max_steps > 0:
+        steps = min(steps, max_steps)
+    return max(steps, 1)
+
+
+def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
+    """Run all phases on the CPU for `spec` (see harness.device_spec); returns the device result.
+
+    Raises targets.TargetError when the target cannot be imported or built.
+    """
+    device = torch.device("cpu")
+    factory = targets.load_factory(spec["target"])
+    target = targets.build(factory, device, spec["options"])
+    steps = effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+    result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {}}
+    report = on_phase or (lambda _r: None)
+
+    started = time.perf_counter()
+    try:
+        target.reset()
+        target.prepare(0)
+        target.step()
+    except Exception as exc:
+        result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc)}
+        report(result)
+        return result
+    result["timings"]["warm-up"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    stop_first = spec.get("sync_mode") == "error"
+    traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True, stop_at_first=stop_first), steps)
+    result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
+    if stop_first:
+        # Error mode stops at the first event; the other phases need whole steps.
+        traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True), steps)
+    result["timings"]["sync"] = time.perf_counter() - started
+    report(result)
+
+    result["allocation"] = tracing.allocation_summary(traces)
+    found = hazards.compare(traces, target)
+    result["hazards"] = found
+    result["replay"] = {
+        "emulated": True,
+        "steps": len(traces),
+        "error": stopped if stopped and not stop_first else None,
+        "note": "no CUDA: replay predicted by comparing the op traces of consecutive eager steps",
+    }
+    causes = [_cause(e) for e in result["sync"]["events"]] + [
+        _cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
+    ]
+    result["capture"] = {
+        "device": str(device),
+        "status": "skipped (no CUDA)",
+        "predicted": "fail" if causes else "ok",
+        "causes": causes[:10],
+        "note": "a real capture needs CUDA; the prediction fails on any sync event or work on another device",
+    }
+    report(result)
+
+    if spec.get("bench", True):
+        started = time.perf_counter()
+        result["bench"] = bench(target, min(steps, BENCH_STEPS))
+        result["timings"]["bench"] = time.perf_counter() - started
+    report(result)
+    return result
+
+
+def _cause(record: dict, kind: str | None = None) -> dict:
+    return {"op": record["op"], "kind": kind or record["kind"], "path": record["path"], "line": record["line"],
+            "function": record["function"]}
+
+
+def bench(target: Any, steps: int) -> dict:
+    """Median eager wall time of `step()` on the CPU (prepare() is not timed)."""
+    target.reset()
+    times = []
+    for i in range(steps):
+        target.prepare(i)
+        started = time.perf_counter()
+        target.step()
+        times.append(time.perf_counter() - started)
+    eager = statistics.median(times) * 1e3 if times else None
+    return {"eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
+            "note": "replay n/a without CUDA"}

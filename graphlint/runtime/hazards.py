@@ -1,0 +1,179 @@
+"""Predict what a replay would get wrong by comparing the op traces of consecutive eager steps.
+
+A CUDA graph replays the kernels of the one step it captured, with that step's arguments and
+addresses. So any difference between the traces of step 0 and step k is a replay hazard:
+
+- ``frozen-scalar``        a non-tensor argument differs (`buf.fill_(self.pos)`, a slice offset):
+                           replay keeps the captured value;
+- ``control-flow``         the ops themselves differ (a host branch or loop on a step-dependent
+                           value): replay runs the captured branch;
+- ``shape-varies``         a tensor shape differs (a growing cache): a graph has fixed shapes;
+- ``stale-input``          an op reads a tensor the step did not create that is a different object
+                           than at step 0 (prepare() rebinds an attribute instead of copying into the
+                           static buffer): replay reads the old address;
+- ``dynamic-output-shape`` the step's outputs change shape or come from a data-dependent-shape op;
+- ``other-device``         ops run on tensors of another device (on CUDA: an empty or partial graph;
+                           host work is not replayed at all).
+"""
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+
+from graphlint.runtime import sources
+from graphlint.runtime.intercept import StepTrace
+
+MAX_PER_HAZARD = 20
+_OPAQUE = (torch.Tensor, type, types.FunctionType, types.MethodType, types.ModuleType)
+
+WHY = {
+    "frozen-scalar": "a graph replays the value captured at capture time",
+    "control-flow": "a graph replays the ops of the captured step only",
+    "shape-varies": "a graph has the shapes of the captured step",
+    "stale-input": "a graph reads the captured tensor's address; copy new inputs into the static buffer",
+    "dynamic-output-shape": "a graph cannot produce outputs whose shape depends on the data",
+    "other-device": "work outside the capturing device and stream is not captured (empty graph, stale replay)",
+}
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _Collector:
+    """Groups hazards by (hazard, op, path, line) and counts them."""
+
+    def __init__(self):
+        self.items: dict[tuple, dict] = {}
+        self.per_kind: dict[str, int] = {}
+
+    def add(self, hazard: str, op: str, site, detail: str, steps: list[int], device: str | None = None):
+        where = sources.site_dict(site)
+        key = (hazard, op, where["path"], where["line"])
+        item = self.items.get(key)
+        if item is not None:
+            item["count"] += 1
+            return
+        if self.per_kind.get(hazard, 0) >= MAX_PER_HAZARD:
+            return
+        self.per_kind[hazard] = self.per_kind.get(hazard, 0) + 1
+        self.items[key] = {"hazard": hazard, "op": op, **where, "detail": f"{detail}; {WHY[hazard]}",
+                           "steps": steps, "count": 1, **({"device": device} if device else {})}
+
+
+def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
+    """Hazards found between `traces[0]` and each later trace (consecutive steps after reset)."""
+    found = _Collector()
+    usable = [t for t in traces if t.error is None]
+    for trace in usable:
+        for op, site, device in trace.other_device:
+            found.add("other-device", op, site, f"{op} ran on {device}, not on the target's device", [trace.index],
+                      device)
+        for n, out in enumerate(trace.outputs):
+            if out["dynamic"]:
+                found.add("dynamic-output-shape", f"output[{n}]", (None, 0),
+                          f"output {n} comes from a data-dependent-shape op", [trace.index])
+    if not usable:
+        return list(found.items.values())
+    base = usable[0]
+    for trace in usable[1:]:
+        _compare_pair(base, trace, target, found)
+        shapes0 = [o["shape"] for o in base.outputs]
+        shapes = [o["shape"] for o in trace.outputs]
+        if shapes0 != shapes:
+            found.add("dynamic-output-shape", "outputs", (None, 0),
+                      f"output shapes {shapes0} at step {base.index}, {shapes} at step {trace.index}",
+                      [base.index, trace.index])
+    return sorted(found.items.values(), key=lambda h: (h["hazard"], h["path"], h["line"]))
+
+
+def _compare_pair(base: StepTrace, trace: StepTrace, target, found: _Collector) -> None:
+    steps = [base.index, trace.index]
+    n = min(len(base.ops), len(trace.ops))
+    for j in range(n):
+        a, b = base.ops[j], trace.ops[j]
+        if a[0] != b[0]:
+            _diverged(base, trace, j, found)
+            return
+        if a[1] != b[1]:
+            found.add("frozen-scalar", b[0], b[4], _arg_diff(a[1], b[1], steps), steps)
+        if a[2] != b[2]:
+            found.add("shape-varies", b[0], b[4], _shape_diff(a[2], b[2], steps), steps)
+        if a[3] != b[3]:
+            keys0 = dict(a[3])
+            for pos, key in b[3]:
+                if pos in keys0 and keys0[pos] != key:
+                    name = _attribute_name(target, trace.external.get(key))
+                    what = f"{name} is" if name else f"tensor argument {pos} is"
+                    found.add("stale-input", b[0], b[4],
+                              f"{what} a different tensor at step {trace.index} than at step {base.index} "
+                              "(rebound by prepare() or by the step)", steps)
+    if len(base.ops) != len(trace.ops):
+        _diverged(base, trace, n, found)
+
+
+def _diverged(base: StepTrace, trace: StepTrace, j: int, found: _Collector) -> None:
+    def describe(t: StepTrace) -> str:
+        if j >= len(t.ops):
+            return f"step {t.index} ended after {len(t.ops)} ops"
+        op = t.ops[j]
+        where = sources.site_dict(op[4])
+        return f"step {t.index} ran {op[0]} at {where['path']}:{where['line']}"
+
+    at = trace.ops[j] if j < len(trace.ops) else base.ops[j]
+    found.add("control-flow", at[0], at[4], f"op {j} differs: {describe(base)}, {describe(trace)}",
+              [base.index, trace.index])
+
+
+def _arg_diff(a: tuple, b: tuple, steps: list[int]) -> str:
+    parts = []
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            parts.append(f"argument {i} is {_short(x)} at step {steps[0]}, {_short(y)} at step {steps[1]}")
+    if len(a) != len(b):
+        parts.append(f"{len(a)} arguments at step {steps[0]}, {len(b)} at step {steps[1]}")
+    return "; ".join(parts[:3])
+
+
+def _shape_diff(a: tuple, b: tuple, steps: list[int]) -> str:
+    for x, y in zip(a, b):
+        if x != y:
+            return f"shape {list(x)} at step {steps[0]}, {list(y)} at step {steps[1]}"
+    return f"{len(a)} tensors at step {steps[0]}, {len(b)} at step {steps[1]}"
+
+
+def _attribute_name(target, tensor) -> str | None:
+    """Which attribute of the target holds `tensor` (one level into containers and modules)."""
+    if target is None or tensor is None:
+        return None
+    seen: set[int] = set()
+
+    def search(obj, prefix: str, depth: int):
+        if id(obj) in seen or depth > 2:
+            return None
+        seen.add(id(obj))
+        if isinstance(obj, torch.nn.Module):
+            for name, t in list(obj.named_buffers()) + list(obj.named_parameters()):
+                if t is tensor:
+                    return f"{prefix}.{name}"
+        items = vars(obj).items() if hasattr(obj, "__dict__") else ()
+        if isinstance(obj, dict):
+            items = ((str(k), v) for k, v in obj.items())
+        elif isinstance(obj, (list, tuple)):
+            items = ((f"[{i}]", v) for i, v in enumerate(obj))
+        for name, value in items:
+            label = f"{prefix}{name}" if name.startswith("[") else f"{prefix}.{name}"
+            if value is tensor:
+                return label
+            if isinstance(value, (dict, list, tuple, torch.nn.Module)) or (
+                hasattr(value, "__dict__") and not isinstance(value, _OPAQUE)
+            ):
+                hit = search(value, label, depth + 1)
+                if hit:
+                    return hit
+        return None
+
+    return search(target, "target", 0)

@@ -1,0 +1,134 @@
+"""Find, import and build a runtime target: `module:callable` or `path/to/file.py:callable`.
+
+The target protocol (shared with the bundled model): `factory(device, **options)` returns an object
+with `device`, `reset()`, `prepare(step)`, `step()` and optionally `max_steps`. Loading fails with
+`TargetError`, which the command turns into exit code 2 and a one-line message.
+"""
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any, Callable
+
+DEFAULT_TARGET = "dsv4_model.target:graph_safe"
+REFERENCE_TARGET = "dsv4_model.target:reference"
+# Shorthands accepted in place of TARGET (`graphlint runtime reference`).
+SHORTHANDS = {
+    "graph-safe": DEFAULT_TARGET,
+    "graph_safe": DEFAULT_TARGET,
+    "default": DEFAULT_TARGET,
+    "reference": REFERENCE_TARGET,
+}
+# The bundled targets run the tiny configuration unless --option says otherwise.
+BUNDLED_OPTIONS = {"config": "tiny", "batch": 1, "seed": 0}
+
+PROTOCOL = ("reset", "prepare", "step")
+
+
+class TargetError(Exception):
+    """The target cannot be found, imported, built, or does not follow the protocol."""
+
+
+def resolve_spec(target: str | None) -> str:
+    """TARGET as typed -> a `module:callable` or `file.py:callable` spec (shorthands expanded)."""
+    if not target:
+        return DEFAULT_TARGET
+    if target in SHORTHANDS:
+        return SHORTHANDS[target]
+    if ":" not in target:
+        raise TargetError(
+            f"target {target!r} is not module:callable or path/to/file.py:callable "
+            f"(shorthands: {', '.join(sorted(SHORTHANDS))})"
+        )
+    return target
+
+
+def default_options(spec: str) -> dict[str, Any]:
+    return dict(BUNDLED_OPTIONS) if spec.startswith("dsv4_model.") else {}
+
+
+def parse_option(text: str) -> tuple[str, Any]:
+    """'key=value' -> (key, value); ints, floats, true/false and none are parsed, the rest stays text."""
+    key, sep, raw = text.partition("=")
+    key = key.strip()
+    if not sep or not key or not key.isidentifier():
+        raise TargetError(f"option {text!r} is not key=value")
+    return key, parse_value(raw.strip())
+
+
+def parse_value(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered == "none":
+        return None
+    for convert in (int, float):
+        try:
+            return convert(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """Import the module or file of `spec` and return its callable.
+
+    The current directory is put on `sys.path` first (as `python -m` would), so a target next to
+    the user's code loads from a console-script run too.
+    """
+    location, _, attr_path = spec.rpartition(":")
+    if not location or not attr_path:
+        raise TargetError(f"target {spec!r} is not module:callable")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        module = _load_file(location)
+    else:
+        try:
+            module = importlib.import_module(location)
+        except ImportError as exc:
+            raise TargetError(f"cannot import target module {location!r}: {exc}") from None
+        except Exception as exc:  # the module raised while importing
+            raise TargetError(f"importing {location!r} failed: {type(exc).__name__}: {exc}") from None
+    obj: Any = module
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise TargetError(f"{location!r} has no attribute {attr_path!r}") from None
+    if not callable(obj):
+        raise TargetError(f"target {spec!r} is not callable")
+    return obj
+
+
+def _load_file(path: str):
+    if not os.path.isfile(path):
+        raise TargetError(f"target file {path!r} does not exist")
+    name = "graphlint_target_" + os.path.splitext(os.path.basename(path))[0]
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None or module_spec.loader is None:
+        raise TargetError(f"cannot load {path!r} as a Python file")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        raise TargetError(f"importing {path!r} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+def build(factory: Callable[..., Any], device, options: dict[str, Any]):
+    """Call `factory(device, **options)` and check the result follows the protocol."""
+    try:
+        target = factory(device, **options)
+    except TypeError as exc:
+        raise TargetError(f"building the target failed (check --option names): {exc}") from None
+    except Exception as exc:
+        raise TargetError(f"building the target failed: {type(exc).__name__}: {exc}") from None
+    missing = [name for name in PROTOCOL if not callable(getattr(target, name, None))]
+    if missing:
+        raise TargetError(f"the target object lacks {', '.join(missing)} (protocol: reset, prepare, step)")
+    return target
