@@ -52,7 +52,8 @@ class _Collector:
 
     def add(self, hazard: str, op: str, site, detail: str, steps: list[int], device: str | None = None):
         where = sources.site_dict(site)
-        key = (hazard, op, where["path"], where["line"])
+        # One record per line; only frozen scalars are told apart by op (each op freezes its own).
+        key = (hazard, op if hazard == "frozen-scalar" else device, where["path"], where["line"])
         item = self.items.get(key)
         if item is not None:
             item["count"] += 1
@@ -74,23 +75,25 @@ def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
                       device)
         for n, out in enumerate(trace.outputs):
             if out["dynamic"]:
-                found.add("dynamic-output-shape", f"output[{n}]", (None, 0),
+                found.add("dynamic-output-shape", f"output[{n}]", out["site"],
                           f"output {n} comes from a data-dependent-shape op", [trace.index])
     if not usable:
         return list(found.items.values())
     base = usable[0]
     for trace in usable[1:]:
-        _compare_pair(base, trace, target, found)
+        _compare_pair(base, trace, usable[-1], target, found)
         shapes0 = [o["shape"] for o in base.outputs]
         shapes = [o["shape"] for o in trace.outputs]
         if shapes0 != shapes:
-            found.add("dynamic-output-shape", "outputs", (None, 0),
+            changed = next((o for o, s0 in zip(trace.outputs, shapes0) if o["shape"] != s0), trace.outputs[0]
+                           if trace.outputs else {"site": (None, 0)})
+            found.add("dynamic-output-shape", "outputs", changed["site"],
                       f"output shapes {shapes0} at step {base.index}, {shapes} at step {trace.index}",
                       [base.index, trace.index])
     return sorted(found.items.values(), key=lambda h: (h["hazard"], h["path"], h["line"]))
 
 
-def _compare_pair(base: StepTrace, trace: StepTrace, target, found: _Collector) -> None:
+def _compare_pair(base: StepTrace, trace: StepTrace, last: StepTrace, target, found: _Collector) -> None:
     steps = [base.index, trace.index]
     n = min(len(base.ops), len(trace.ops))
     for j in range(n):
@@ -106,13 +109,22 @@ def _compare_pair(base: StepTrace, trace: StepTrace, target, found: _Collector) 
             keys0 = dict(a[3])
             for pos, key in b[3]:
                 if pos in keys0 and keys0[pos] != key:
-                    name = _attribute_name(target, trace.external.get(key))
+                    name = _attribute_name(target, _read_by(last, j, pos))
                     what = f"{name} is" if name else f"tensor argument {pos} is"
                     found.add("stale-input", b[0], b[4],
                               f"{what} a different tensor at step {trace.index} than at step {base.index} "
                               "(rebound by prepare() or by the step)", steps)
     if len(base.ops) != len(trace.ops):
         _diverged(base, trace, n, found)
+
+
+def _read_by(trace: StepTrace, j: int, pos: int):
+    """The external tensor that op j read at argument `pos` in `trace`; the target still holds the
+    last traced step's inputs, so that is where an attribute name can be found."""
+    if j < len(trace.ops):
+        key = dict(trace.ops[j][3]).get(pos)
+        return trace.external.get(key)
+    return None
 
 
 def _diverged(base: StepTrace, trace: StepTrace, j: int, found: _Collector) -> None:

@@ -49,7 +49,7 @@ class StepTrace:
     # storage key -> tensor, for tensors the step read but did not create; held so that their
     # addresses cannot be reused while steps are compared.
     external: dict = field(default_factory=dict)
-    produced: set = field(default_factory=set)
+    produced: dict = field(default_factory=dict)  # storage key -> site of the op that made it
     tainted: set = field(default_factory=set)
     lifted: dict = field(default_factory=dict)  # id -> tensor made from Python data in the step
     retained_bytes: int = 0
@@ -183,6 +183,7 @@ class Interceptor:
         self.py_event = False  # that call produced an event: ops inside it are not flagged again
         self.current_op: tuple | None = None  # (packet, args) of the aten op running now
         self.in_handler = False
+        self.raised_in: tuple | None = None  # (python call, aten op, args) of the last op that raised
         self._slot = 0 if emulate else 1  # which rule of a _CALLS pair raises events
 
     # ----------------------------------------------------------------- running a step
@@ -213,6 +214,7 @@ class Interceptor:
                 "device": str(t.device),
                 "static": key not in rec.produced,
                 "dynamic": key in rec.tainted,
+                "site": rec.produced.get(key, (None, 0)),
             })
         rec.lifted.clear()
 
@@ -242,6 +244,19 @@ class Interceptor:
                 kind = rule.kind
             op = self.py_call
         self.emit(kind, op, f"sync debug mode: {message.split('(Triggered')[0].strip()}", frame)
+
+    def error_event(self, stopped: dict) -> dict:
+        """The event for torch's sync debug "error" mode, which raises inside the op (CUDA)."""
+        py_call, packet, args = self.raised_in or (None, None, None)
+        kind = _classify_warning(packet, args) if packet else "sync"
+        rule = catalog.PY_RULES_BY_NAME.get(py_call) if py_call else None
+        if rule is not None and packet not in _COPY_OPS:
+            kind = rule.kind
+        stack = stopped.get("stack") or []
+        top = stack[-1] if stack else {"path": "?", "line": 0, "function": "?"}
+        return {"op": py_call or packet or "unknown", "kind": kind, **top, "stack": stack,
+                "detail": "sync debug mode (error): called a synchronizing CUDA operation",
+                "step": stopped.get("step")}
 
     # ----------------------------------------------------------------- sync API patches
     @contextlib.contextmanager
@@ -375,6 +390,9 @@ class Interceptor:
         self.current_op = (packet, args)
         try:
             out = func(*args, **kwargs)
+        except BaseException:
+            self.raised_in = (self.py_call, packet, args)
+            raise
         finally:
             self.current_op = previous
         self.in_handler = True
@@ -388,6 +406,7 @@ class Interceptor:
         ins = _tensors(args, [])
         if kwargs:
             _tensors(kwargs, ins)
+        name = f"{packet}.{overload}"
         in_keys = set()
         external = []
         tainted = False
@@ -401,9 +420,8 @@ class Interceptor:
                     if key not in rec.external:
                         rec.external[key] = t
                     external.append((pos, key))
-            self._check_device(rec, t, packet, site)
+            self._check_device(rec, t, name, site)
         outs = _tensors(out, [])
-        name = f"{packet}.{overload}"
         lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         for t in outs:
             key = _storage_key(t)
@@ -412,12 +430,12 @@ class Interceptor:
             if lift or key not in in_keys:
                 rec.allocations.append((name, site, t.untyped_storage().nbytes(), weakref.ref(t)))
             if key not in rec.external:
-                rec.produced.add(key)
+                rec.produced.setdefault(key, site)
             # A new storage made from data-dependent input has a data-dependent shape; an in-place
             # write (x[mask] = v) keeps its target's shape.
             if key not in in_keys and (tainted or (fired is not None and fired.kind == "dynamic-shape")):
                 rec.tainted.add(key)
-            self._check_device(rec, t, packet, site)
+            self._check_device(rec, t, name, site)
         sig = tuple(_sig(a) for a in args)
         if kwargs:
             sig += tuple((k, _sig(v)) for k, v in sorted(kwargs.items()))
@@ -428,13 +446,13 @@ class Interceptor:
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
         rec.ops.append((name, sig, shapes, tuple(external), site))
 
-    def _check_device(self, rec, t: torch.Tensor, packet: str, site) -> None:
+    def _check_device(self, rec, t: torch.Tensor, op: str, site) -> None:
         dev = t.device
         if dev == self.device or (dev.type == self.device.type and self.device.index is None):
             return
         if dev.type == "cpu" and t.dim() == 0:
             return  # CPU scalars are kernel arguments on CUDA, not work on another device
-        rec.other_device.append((packet, site, str(dev)))
+        rec.other_device.append((op, site, str(dev)))
 
 
 _COPY_OPS = frozenset({"aten.copy_", "aten._to_copy", "aten._copy_from", "aten.to"})

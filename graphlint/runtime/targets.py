@@ -27,7 +27,11 @@ BUNDLED_OPTIONS = {"config": "tiny", "batch": 1, "seed": 0}
 PROTOCOL = ("reset", "prepare", "step")
 
 
-class TargetError(Exception):
+class UsageError(Exception):
+    """Bad input to the harness (target, device, option): the command exits with code 2."""
+
+
+class TargetError(UsageError):
     """The target cannot be found, imported, built, or does not follow the protocol."""
 
 
@@ -104,8 +108,12 @@ def load_factory(spec: str) -> Callable[..., Any]:
 
 
 def _load_file(path: str):
+    """Import a file as Python runs a script: its folder goes on sys.path for its own imports."""
     if not os.path.isfile(path):
         raise TargetError(f"target file {path!r} does not exist")
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     name = "graphlint_target_" + os.path.splitext(os.path.basename(path))[0]
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None or module_spec.loader is None:
