@@ -111,22 +111,18 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
 @click.option("--runtime", "runtime_target", is_flag=False, flag_value="__default__", default=None,
               help="Also run the runtime harness on TARGET (default: the bundled DSV4 step) into the same report.")
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Fail only on findings not in this baseline (see `graphlint baseline write`).")
+@click.option("--diff", "diff_rev", metavar="REV",
+              help="Report only on .py files changed since git revision REV (plus untracked files).")
 def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
           config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
-          no_cache: bool, cache_dir: str | None, runtime_target: str | None) -> None:
+          no_cache: bool, cache_dir: str | None, runtime_target: str | None, baseline_file: str | None,
+          diff_rev: str | None) -> None:
     """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
-    from graphlint.engine import check as run_check
-
     config = load_config(config_file)
-    targets: Sequence[str | Path] = paths or config.paths or (".",)
-    if not paths and config.paths:
-        targets = [str(config.root / p) for p in config.paths]
-    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
-    try:
-        static = run_check(targets, config, _split(select), _split(ignore), jobs=jobs, cache_dir=cache_folder)
-    except FileNotFoundError as error:
-        fail(f"path not found: {error}")
-        return
+    targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev)
+    outcome = _apply_baseline(static, baseline_file, config.root) if baseline_file else None
     report = Report(tool_version=__version__, config={**config.to_dict(), "checked": [str(t) for t in targets]},
                     static=static)
     if runtime_target is not None:
@@ -136,7 +132,117 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
         report.runtime = run_harness(target or config.runtime_target, None, None)
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
                   show_suppressed=show_suppressed)
+    if outcome is not None and not quiet:
+        from graphlint.baseline import describe
+
+        click.echo("\n".join(describe(outcome)), err=True)
     sys.exit(exit_code(report))
+
+
+def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...], ignore: tuple[str, ...],
+                  jobs: int | None, no_cache: bool, cache_dir: str | None, diff_rev: str | None = None):
+    """Run the static half with fingerprinted findings; with `diff_rev`, report only changed files."""
+    from graphlint.baseline import fingerprint_findings
+    from graphlint.engine import check as run_check, collect_tasks
+
+    targets: Sequence[str | Path] = paths or config.paths or (".",)
+    if not paths and config.paths:
+        targets = [str(config.root / p) for p in config.paths]
+    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    changed: list[str] | None = None
+    analysed = targets
+    try:
+        if diff_rev is not None:
+            from graphlint import diff
+            from graphlint.discovery import relative_posix
+
+            try:
+                changed_paths = diff.changed_files(diff_rev, config.root)
+            except diff.DiffError as error:
+                fail(str(error))
+                raise  # unreachable
+            changed = [relative_posix(p, config.root.resolve()) for p in changed_paths]
+            if not config.entry_points:
+                # Without entry points a file's regions do not depend on other files: analyse only these.
+                wanted = set(changed)
+                analysed = [full for rel, full in collect_tasks(targets, config) if rel in wanted]
+        static = run_check(analysed, config, _split(select), _split(ignore), jobs=jobs, cache_dir=cache_folder)
+    except FileNotFoundError as error:
+        fail(f"path not found: {error}")
+        raise  # unreachable
+    static.findings = fingerprint_findings(static.findings, config.root)
+    if changed is not None:
+        from graphlint import diff
+
+        diff.narrow(static, changed, diff_rev or "")
+    return targets, static
+
+
+def _apply_baseline(static, baseline_file: str, root: Path):
+    from graphlint import baseline
+
+    try:
+        known = baseline.load(baseline_file)
+    except baseline.BaselineError as error:
+        fail(str(error))
+        raise  # unreachable
+    return baseline.apply(static, known, root)
+
+
+@main.group("baseline")
+def baseline_group() -> None:
+    """Record today's findings so that `check --baseline` fails only on new ones."""
+
+
+@baseline_group.command("write")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--output", "-o", type=click.Path(dir_okay=False), default="graphlint-baseline.json",
+              show_default=True, help="The baseline file to write.")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable; comma-separated.")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")
+@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
+def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...], ignore: tuple[str, ...],
+                   config_file: str | None, jobs: int | None, no_cache: bool) -> None:
+    """Check PATHS as `check` does and record every unsuppressed finding in the baseline file."""
+    from graphlint import baseline
+
+    config = load_config(config_file)
+    _, static = _static_check(paths, config, select, ignore, jobs, no_cache, None)
+    written = baseline.write(output, static.findings, __version__)
+    click.echo(f"graphlint: wrote {output} ({len(written.entries)} findings in {len(static.files)} files)", err=True)
+
+
+@main.command()
+@click.argument("report_file", metavar="REPORT.json", type=click.Path(dir_okay=False))
+@click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
+              help="Fail only on static findings not in this baseline (by the fingerprints in the report).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the gated report here (atomically).")
+@click.option("--quiet", "-q", is_flag=True, help="Only the summary line.")
+@click.option("--exit-zero", is_flag=True, help="Only render the report: exit 0 even when it fails (2 still "
+              "means unreadable).")
+def gate(report_file: str, baseline_file: str | None, fmt: str, output: str | None, quiet: bool,
+         exit_zero: bool) -> None:
+    """Pass (exit 0) or fail (exit 1) on a report written earlier; exit 2 if it cannot be read."""
+    from graphlint import gate as gating
+
+    try:
+        report = gating.load_report(report_file)
+    except gating.GateError as error:
+        fail(str(error))
+        return
+    root = Path.cwd()
+    outcome = None
+    if baseline_file and report.static is not None:
+        outcome = _apply_baseline(report.static, baseline_file, root)
+    render_report(report, fmt, output, root, quiet=quiet)
+    if outcome is not None and not quiet:
+        from graphlint.baseline import describe
+
+        click.echo("\n".join(describe(outcome)), err=True)
+    sys.exit(gating.PASS if exit_zero else gating.verdict(report))
 
 
 @main.command("rules")

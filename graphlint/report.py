@@ -135,6 +135,8 @@ class Report:
                 files=list(raw.get("files", [])),
                 findings=[Finding.from_dict(f) for f in raw.get("findings", [])],
                 unresolved_calls=list(raw.get("unresolved_calls", [])),
+                # baseline / diff outcomes and the like survive a round trip through the file
+                extra={k: v for k, v in raw.items() if k not in ("files", "findings", "counts", "unresolved_calls")},
             )
         return cls(
             tool_version=data.get("tool", {}).get("version", "?"),
