@@ -49,6 +49,13 @@ OP_RULES: tuple[OpRule, ...] = (
            "nonzero has a data-dependent output shape; the host waits for the count "
            "(use nonzero_static or a mask)", CHECKED_H200),
     OpRule("aten.argwhere", "dynamic-shape", "argwhere is nonzero: data-dependent output shape", CHECKED_CODE),
+    OpRule("aten.nonzero_numpy", "dynamic-shape", "nonzero(as_tuple=True) has a data-dependent output shape",
+           CHECKED_CODE),
+    # Under inference_mode the composite ops reach the dispatch mode whole, not decomposed.
+    OpRule("aten.where", "dynamic-shape",
+           "one-argument torch.where(cond) is nonzero: data-dependent output shape "
+           "(use torch.where(cond, x, y))", CHECKED_H200, when="one_arg_where"),
+    OpRule("aten.item", "host-read", ".item() reads a device value on the host", CHECKED_CPU),
     OpRule("aten.masked_select", "dynamic-shape",
            "masked_select has a data-dependent output shape (use torch.where(mask, x, 0))", CHECKED_CODE),
     OpRule("aten._unique", "dynamic-shape", "unique has a data-dependent output shape", CHECKED_H200),

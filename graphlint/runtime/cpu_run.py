@@ -105,5 +105,5 @@ def bench(target: Any, steps: int) -> dict:
         target.step()
         times.append(time.perf_counter() - started)
     eager = statistics.median(times) * 1e3 if times else None
-    return {"eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
+    return {"device": str(target.device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
             "note": "replay n/a without CUDA"}

@@ -17,6 +17,7 @@ addresses. So any difference between the traces of step 0 and step k is a replay
 """
 from __future__ import annotations
 
+import difflib
 import types
 from typing import Any
 
@@ -94,28 +95,34 @@ def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
 
 
 def _compare_pair(base: StepTrace, trace: StepTrace, last: StepTrace, target, found: _Collector) -> None:
+    """Align the two op sequences (exactly, or by difflib when a branch ran other ops) and compare
+    the aligned ops' arguments, shapes and external tensors; unaligned runs are control flow."""
     steps = [base.index, trace.index]
-    n = min(len(base.ops), len(trace.ops))
-    for j in range(n):
-        a, b = base.ops[j], trace.ops[j]
-        if a[0] != b[0]:
-            _diverged(base, trace, j, found)
-            return
-        if a[1] != b[1]:
-            found.add("frozen-scalar", b[0], b[4], _arg_diff(a[1], b[1], steps), steps)
-        if a[2] != b[2]:
-            found.add("shape-varies", b[0], b[4], _shape_diff(a[2], b[2], steps), steps)
-        if a[3] != b[3]:
-            keys0 = dict(a[3])
-            for pos, key in b[3]:
-                if pos in keys0 and keys0[pos] != key:
-                    name = _attribute_name(target, _read_by(last, j, pos))
-                    what = f"{name} is" if name else f"tensor argument {pos} is"
-                    found.add("stale-input", b[0], b[4],
-                              f"{what} a different tensor at step {trace.index} than at step {base.index} "
-                              "(rebound by prepare() or by the step)", steps)
-    if len(base.ops) != len(trace.ops):
-        _diverged(base, trace, n, found)
+    names0 = [op[0] for op in base.ops]
+    names1 = [op[0] for op in trace.ops]
+    if names0 == names1:
+        blocks = [("equal", 0, len(names0), 0, len(names1))]
+    else:
+        blocks = difflib.SequenceMatcher(None, names0, names1, autojunk=False).get_opcodes()
+    for tag, i1, i2, j1, j2 in blocks:
+        if tag != "equal":
+            _diverged(base, trace, (i1, i2), (j1, j2), found)
+            continue
+        for i, j in zip(range(i1, i2), range(j1, j2)):
+            a, b = base.ops[i], trace.ops[j]
+            if a[1] != b[1]:
+                found.add("frozen-scalar", b[0], b[4], _arg_diff(a[1], b[1], steps), steps)
+            if a[2] != b[2]:
+                found.add("shape-varies", b[0], b[4], _shape_diff(a[2], b[2], steps), steps)
+            if a[3] != b[3]:
+                keys0 = dict(a[3])
+                for pos, key in b[3]:
+                    if pos in keys0 and keys0[pos] != key:
+                        name = _attribute_name(target, _read_by(last, j, pos))
+                        what = f"{name} is" if name else f"tensor argument {pos} is"
+                        found.add("stale-input", b[0], b[4],
+                                  f"{what} a different tensor at step {trace.index} than at step {base.index} "
+                                  "(rebound by prepare() or by the step)", steps)
 
 
 def _read_by(trace: StepTrace, j: int, pos: int):
@@ -127,16 +134,18 @@ def _read_by(trace: StepTrace, j: int, pos: int):
     return None
 
 
-def _diverged(base: StepTrace, trace: StepTrace, j: int, found: _Collector) -> None:
-    def describe(t: StepTrace) -> str:
-        if j >= len(t.ops):
-            return f"step {t.index} ended after {len(t.ops)} ops"
-        op = t.ops[j]
+def _diverged(base: StepTrace, trace: StepTrace, span0: tuple[int, int], span1: tuple[int, int],
+              found: _Collector) -> None:
+    def describe(t: StepTrace, span: tuple[int, int]) -> str:
+        first, stop = span
+        if first >= stop:
+            return f"step {t.index} did not"
+        op = t.ops[first]
         where = sources.site_dict(op[4])
-        return f"step {t.index} ran {op[0]} at {where['path']}:{where['line']}"
+        return f"step {t.index} ran {stop - first} op(s) from {op[0]} at {where['path']}:{where['line']}"
 
-    at = trace.ops[j] if j < len(trace.ops) else base.ops[j]
-    found.add("control-flow", at[0], at[4], f"op {j} differs: {describe(base)}, {describe(trace)}",
+    at = trace.ops[span1[0]] if span1[0] < span1[1] else base.ops[span0[0]]
+    found.add("control-flow", at[0], at[4], f"the ops differ: {describe(base, span0)}, {describe(trace, span1)}",
               [base.index, trace.index])
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -196,7 +197,7 @@ class Interceptor:
         rec = self.rec = self.last = StepTrace(index)
         out = None
         try:
-            with self._patched_sync_calls(), _FunctionMode(self), _DispatchMode(self):
+            with self._patched_sync_calls(), _FunctionMode(self), _dispatch_mode(self):
                 out = fn()
         finally:
             self.rec = None
@@ -321,6 +322,8 @@ class Interceptor:
             return len(args) > 1 and id(args[1]) in self.rec.lifted
         if when == "not_scalar":
             return args[0].dim() > 0
+        if when == "one_arg_where":
+            return overload == "default"
         if when == "no_output_size":
             return overload in ("Tensor", "self_Tensor") and kwargs.get("output_size") is None
         if when == "default_range":
@@ -409,13 +412,13 @@ class Interceptor:
         name = f"{packet}.{overload}"
         in_keys = set()
         external = []
-        tainted = False
+        tainted_shapes = set()
         for pos, t in enumerate(ins):
             key = _storage_key(t)
             if key:
                 in_keys.add(key)
                 if key in rec.tainted:
-                    tainted = True
+                    tainted_shapes.add(tuple(t.shape))
                 elif key not in rec.produced:
                     if key not in rec.external:
                         rec.external[key] = t
@@ -423,18 +426,22 @@ class Interceptor:
             self._check_device(rec, t, name, site)
         outs = _tensors(out, [])
         lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
+        dynamic = fired is not None and fired.kind == "dynamic-shape"
         for t in outs:
             key = _storage_key(t)
             if not key:
                 continue
             if lift or key not in in_keys:
+                # A new storage (its address may be a freed one's: forget what that one was).
                 rec.allocations.append((name, site, t.untyped_storage().nbytes(), weakref.ref(t)))
-            if key not in rec.external:
-                rec.produced.setdefault(key, site)
-            # A new storage made from data-dependent input has a data-dependent shape; an in-place
-            # write (x[mask] = v) keeps its target's shape.
-            if key not in in_keys and (tainted or (fired is not None and fired.kind == "dynamic-shape")):
-                rec.tainted.add(key)
+                if key not in rec.external:
+                    rec.produced[key] = site
+                # Data-dependent shapes flow through ops that keep the shape (elementwise) and stop at
+                # ops that do not (reductions, matmuls); an in-place write keeps its target's shape.
+                if dynamic or tuple(t.shape) in tainted_shapes:
+                    rec.tainted.add(key)
+                else:
+                    rec.tainted.discard(key)
             self._check_device(rec, t, name, site)
         sig = tuple(_sig(a) for a in args)
         if kwargs:
@@ -483,13 +490,34 @@ class _FunctionMode(TorchFunctionMode):
         return it.on_call(func, args, kwargs)
 
 
-class _DispatchMode(TorchDispatchMode):
-    def __init__(self, interceptor: Interceptor):
-        super().__init__()
-        self.it = interceptor
+_DISPATCH_MODE: type | None = None
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        if self.it.rec is None:
-            return func(*args, **kwargs)
-        return self.it.on_op(func, args, kwargs)
+
+def _dispatch_mode(interceptor: Interceptor) -> TorchDispatchMode:
+    """The dispatch mode, its class made on first use.
+
+    TorchDispatchMode wraps `__torch_dispatch__` in `torch._dynamo.disable`, which imports dynamo
+    (2-3 s) at the first op. That guard only matters when the step itself uses torch.compile, so
+    it is kept when dynamo is already loaded (by the target) and skipped otherwise.
+    """
+    global _DISPATCH_MODE
+    if _DISPATCH_MODE is None:
+        keep_guard = "torch._dynamo" in sys.modules
+
+        class _DispatchMode(TorchDispatchMode):
+            @classmethod
+            def _should_skip_dynamo(cls) -> bool:
+                return keep_guard
+
+            def __init__(self, it: Interceptor):
+                super().__init__()
+                self.it = it
+
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if self.it.rec is None:
+                    return func(*args, **kwargs)
+                return self.it.on_op(func, args, kwargs)
+
+        _DISPATCH_MODE = _DispatchMode
+    return _DISPATCH_MODE(interceptor)

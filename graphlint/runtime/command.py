@@ -1,0 +1,95 @@
+"""`graphlint runtime [TARGET]`: the click command around `run_harness`.
+
+Exit codes: 0 every phase passed or was skipped, 1 a phase failed, 2 the target could not be loaded
+(or another usage or internal error). The JSON report is written even on exit 2, with the error in it.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+
+from graphlint.runtime.harness import run_harness
+from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
+
+__all__ = ["runtime_command", "run_harness"]
+
+
+def _report(runtime: dict | None, errors: list[str]):
+    import graphlint
+    from graphlint.report import Report
+
+    return Report(tool_version=graphlint.__version__, runtime=runtime, errors=errors)
+
+
+def _emit(report, fmt: str, output: str | None) -> None:
+    from graphlint.report import dumps, write_atomic
+
+    text = dumps(report)
+    if output:
+        write_atomic(output, text)
+    if fmt == "json" and not output:
+        click.echo(text, nl=False)
+    elif fmt == "text" and report.runtime is not None:
+        from rich.console import Console
+
+        from graphlint.runtime.render import render_runtime
+
+        render_runtime(report.runtime, Console(highlight=False, soft_wrap=True))
+
+
+@click.command("runtime")
+@click.argument("target", required=False)
+@click.option("--device", "devices", metavar="DEVICES",
+              help="cpu, cuda:0, cuda:0,cuda:1 or all (default: cuda:0 with CUDA, else the CPU emulation).")
+@click.option("--steps", type=click.IntRange(min=1), default=None,
+              help="Steps to replay and compare (default 300 on CUDA; 8 traced steps on the CPU emulation).")
+@click.option("--sync-mode", type=click.Choice(["warn", "error"]), default="warn", show_default=True,
+              help="warn: record every sync; error: stop at the first one and name it.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the JSON report here (atomically).")
+@click.option("--option", "raw_options", multiple=True, metavar="KEY=VALUE",
+              help="Passed to the target's factory; repeatable. Numbers and true/false are parsed.")
+@click.option("--atol", type=float, default=0.0, show_default=True, help="Absolute tolerance of replay vs eager.")
+@click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance (0 and 0: bit-exact).")
+@click.option("--reference", is_flag=True, help=f"Run the known-bad reference port ({REFERENCE_TARGET}).")
+@click.option("--no-bench", is_flag=True, help="Skip the eager vs replay benchmark.")
+def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
+                    output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
+                    no_bench: bool) -> None:
+    """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
+
+    TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
+    default: the bundled graph-safe DSV4 step. Shorthands: `reference` (the known-bad port, same as
+    --reference) and `graph-safe`. Without CUDA every phase is emulated on the CPU.
+    """
+    try:
+        if reference and target:
+            raise UsageError("give either TARGET or --reference, not both")
+        options = dict(parse_option(text) for text in raw_options)
+        try:
+            import torch  # noqa: F401
+        except ImportError as exc:
+            raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint[runtime]'") from None
+        runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
+                              atol=atol, rtol=rtol, bench=not no_bench)
+    except UsageError as exc:
+        _fail(str(exc), output)
+    except Exception as exc:  # an internal error: still leave a report behind
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        _fail(f"internal error: {detail}", output, trace=traceback.format_exc())
+    _emit(_report(runtime, []), fmt, output)
+    sys.exit(1 if runtime["verdict"] == "fail" else 0)
+
+
+def _fail(message: str, output: str | None, trace: str | None = None) -> None:
+    runtime = {"verdict": "error", "error": message}
+    if output:
+        from graphlint.report import dumps, write_atomic
+
+        write_atomic(output, dumps(_report(runtime, [f"runtime: {message}"])))
+    click.echo(f"graphlint runtime: error: {message}", err=True)
+    if trace:
+        click.echo(trace, err=True)
+    sys.exit(2)
