@@ -530,9 +530,8 @@ class Inference:
             return join(self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             values = [self.expr(e.value) for e in node.elements]
+            # An empty literal is usually a list that tensors get appended to: unknown.
             if values and all(v.kind in (HOST, NONE) for v in values):
-                return V_HOST
-            if not values:
                 return V_HOST
             return V_UNKNOWN
         if isinstance(node, cst.Dict):

@@ -130,23 +130,68 @@ class GrowingCache(Rule):
     ]
     INVALID = [
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor):\n        self.k_cache = torch.cat([self.k_cache, k], dim=1)\n",
+        "class Layer:\n    def update(self, key_states: torch.Tensor):\n        full = torch.cat([self.keys, key_states], dim=-2)\n        self.keys = full[:, :, -127:, :]\n        return full\n",
+        "class C:\n    def update(self, name: str, compressed: torch.Tensor):\n        self.compressed_kv[name] = torch.cat([self.compressed_kv[name], compressed], dim=1)\n",
         "def f(xs, y: torch.Tensor):\n    out = y\n    for x in xs:\n        out = torch.cat((out, x), dim=0)\n    return out\n",
     ]
 
-    def visit_Assign(self, node: cst.Assign, ctx: Context) -> None:
-        value = node.value
-        if not isinstance(value, cst.Call) or ctx.qualified(value.func) not in ("torch.cat", "torch.stack", "torch.concat", "torch.concatenate"):
+    _CONCAT = ("torch.cat", "torch.stack", "torch.concat", "torch.concatenate")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
+        # State this function writes back (`self.keys = ...`, `self.cache[name] = ...`): a cat
+        # that reads it grows it, directly or through a local (`full = cat([self.keys, k])`).
+        self._state: set[str] = set()
+        for target in _assign_targets(node.body):
+            if _is_self_state(target):
+                self._state.add(_code(target))
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        if ctx.qualified(node.func) not in self._CONCAT:
             return
-        pieces = positional(value)[:1] or [keyword(value, "tensors")]
+        pieces = positional(node)[:1] or [keyword(node, "tensors")]
         if not pieces or not isinstance(pieces[0], (cst.List, cst.Tuple)):
             return
-        parts = {dotted(element.value) for element in pieces[0].elements}
-        for target in node.targets:
-            name = dotted(target.target)
-            if name is None or name not in parts:
-                continue
-            if isinstance(target.target, cst.Attribute) or ctx.loop_depth > 0:
-                ctx.report(self, value)
+        elements = [element.value for element in pieces[0].elements]
+        if any(_is_self_state(e) and _code(e) in getattr(self, "_state", ()) for e in elements):
+            ctx.report(self, node)
+            return
+        statement = ctx.statement
+        if ctx.loop_depth > 0 and isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and small.value is node:
+                    names = {dotted(t.target) for t in small.targets}
+                    if any(isinstance(e, cst.Name) and e.value in names for e in elements):
+                        ctx.report(self, node)  # loop-carried: out = cat([out, x])
+
+
+_EMPTY_MODULE = cst.Module(body=[])
+
+
+def _code(node: cst.CSTNode) -> str:
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+def _is_self_state(node: cst.BaseExpression) -> bool:
+    while isinstance(node, cst.Subscript):
+        node = node.value
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"
+
+
+def _assign_targets(body: cst.CSTNode) -> list[cst.BaseExpression]:
+    targets: list[cst.BaseExpression] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            targets.extend(t.target for t in node.targets)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            targets.append(node.target)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+    body.visit(Finder())
+    return targets
 
 
 class ScalarWriteToDevice(Rule):
