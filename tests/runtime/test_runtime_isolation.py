@@ -1,0 +1,30 @@
+"""One subprocess per device: a worker that dies is reported and the others finish."""
+from __future__ import annotations
+
+from graphlint.runtime import harness, worker
+
+from runtime_helpers import target
+
+
+def _spec(name: str, **options) -> dict:
+    return {"target": target(name), "options": options, "device": "cpu", "steps": 3, "sync_mode": "warn",
+            "atol": 0.0, "rtol": 0.0, "bench": False}
+
+
+def test_a_dead_worker_does_not_lose_the_others():
+    results = worker.run_isolated([_spec("crash", crash=True), _spec("crash", crash=False)])
+    dead, alive = results
+    assert dead["error"]["error"] == "the worker for cpu exited with code 3"
+    assert dead["error"]["phase"] == "start"
+    assert alive.get("error") is None
+    assert alive["capture"]["predicted"] == "ok"
+    runtime = harness.merge(results, mode="cpu-emulation", devices=["cpu", "cpu"], bench=False)
+    assert runtime["verdict"] == "fail"
+    assert runtime["errors"] == ["cpu: start: the worker for cpu exited with code 3"]
+
+
+def test_build_errors_in_a_worker_are_target_errors():
+    spec = _spec("clean")
+    spec["options"] = {"no_such_option": 1}
+    (result,) = worker.run_isolated([spec])
+    assert result["error"]["target_error"] is True
