@@ -50,20 +50,22 @@ class _Source:
 
     def _char_col(self, line: int, byte_col: int) -> int:
         # ast counts UTF-8 bytes; findings count characters (libcst).
-        if 0 < line <= len(self.lines):
+        if 0 < line <= len(self.lines) and not self.lines[line - 1].isascii():
             return len(self.lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
         return byte_col
 
     def _collect(self, node: ast.AST, depth: int) -> None:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.stmt):
-                self.statements.append((child.lineno, self._char_col(child.lineno, child.col_offset),
-                                        child.end_lineno or child.lineno,
-                                        self._char_col(child.end_lineno or child.lineno, child.end_col_offset or 0),
-                                        depth, child))
+        # Statements live only in statement lists (bodies, handlers, match cases): no need to
+        # walk expressions.
+        for name in _BODIES:
+            for child in getattr(node, name, None) or ():
+                if isinstance(child, (ast.excepthandler, ast.match_case)):
+                    self._collect(child, depth)
+                    continue
+                end_line = child.end_lineno or child.lineno
+                self.statements.append((child.lineno, self._char_col(child.lineno, child.col_offset), end_line,
+                                        self._char_col(end_line, child.end_col_offset or 0), depth, child))
                 self._collect(child, depth + 1)
-            else:
-                self._collect(child, depth)
 
     def statement_text(self, finding: Finding) -> str:
         start, end = (finding.line, finding.col - 1), (finding.end_line, finding.end_col - 1)

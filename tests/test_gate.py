@@ -120,6 +120,34 @@ def test_diff_reports_only_changed_and_untracked_files(tmp_path: Path, monkeypat
     assert cli("check", "--no-cache", "--diff", "HEAD", "old.py").exit_code == 0  # old.py is unchanged
 
 
+def test_diff_with_entry_points_places_functions_from_the_whole_package(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch):
+    pytest.importorskip("graphlint.callgraph", reason="entry points need graphlint.callgraph")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[tool.graphlint]\npaths = ["pkg"]\n'
+                                             'entry-points = ["pkg.step:decode_step"]\n')
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "step.py").write_text(
+        "import torch\nfrom pkg.helpers import helper\n\n\ndef decode_step(x: torch.Tensor):\n    return helper(x)\n"
+        "\n\ndef unused(x: torch.Tensor):\n    return x.max().item()\n")
+    (tmp_path / "pkg" / "helpers.py").write_text(
+        "import torch\n\n\ndef helper(x: torch.Tensor):\n    return x.sum()\n")
+    git("init", "-q", cwd=tmp_path)
+    git("add", ".", cwd=tmp_path)
+    git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base", cwd=tmp_path)
+    helpers = tmp_path / "pkg" / "helpers.py"
+    helpers.write_text(helpers.read_text().replace("x.sum()", "x.sum().item()")
+                       + "\n\ndef not_reached(x: torch.Tensor):\n    return x.max().item()\n")
+    monkeypatch.chdir(tmp_path)
+    result = cli("check", "--no-cache", "--format", "json", "--diff", "HEAD")
+    assert result.exit_code == 1
+    static = json.loads(result.stdout)["static"]
+    # Reached from the unchanged step.py; the unchanged and the unreached functions are not reported.
+    assert [(f["path"], f["function"], f["reached_via"]) for f in static["findings"]] == [
+        ("pkg/helpers.py", "helper", ["decode_step", "helper"])]
+    assert static["diff"]["analysed_files"] == 3
+
+
 def test_diff_with_a_bad_revision_is_a_usage_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     git("init", "-q", cwd=tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -96,3 +96,20 @@ def test_runtime_events_and_errors_validate_too():
     assert result["ruleId"] == "runtime/host-read"
     assert run["tool"]["driver"]["rules"][result["ruleIndex"]]["help"]["text"]
     assert run["invocations"][0]["executionSuccessful"] is False
+
+
+def test_with_a_baseline_results_say_new_or_unchanged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.chdir(tmp_path)
+    step = "import torch\n\ndef step(x: torch.Tensor):\n    a = x.max().item()\n    return a\n"
+    Path("step.py").write_text(step)
+    runner = CliRunner()
+    assert runner.invoke(main, ["baseline", "write", "step.py", "--no-cache"]).exit_code == 0
+    Path("step.py").write_text(step.replace("    return a\n", "    return x.min().tolist()\n"))
+    result = runner.invoke(main, ["check", "step.py", "--no-cache", "--format", "sarif",
+                                  "--baseline", "graphlint-baseline.json"])
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    validate(document)
+    states = {r["ruleId"]: (r["baselineState"], r.get("suppressions")) for r in document["runs"][0]["results"]}
+    assert states == {"GL101": ("unchanged", [{"kind": "external", "status": "accepted", "justification": "in baseline"}]),
+                      "GL102": ("new", None)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from graphlint.baseline import BASELINE_REASON
 from graphlint.report import Finding, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -93,7 +94,7 @@ def _location(path: str, region: dict, function: str | None) -> dict[str, Any]:
     return location
 
 
-def _static_result(finding: Finding, index: int) -> dict[str, Any]:
+def _static_result(finding: Finding, index: int, baselined: bool) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": finding.rule,
         "ruleIndex": index,
@@ -108,15 +109,14 @@ def _static_result(finding: Finding, index: int) -> dict[str, Any]:
     if finding.reached_via:
         result["properties"]["reachedVia"] = list(finding.reached_via)
     if finding.suppressed:
-        from graphlint.baseline import BASELINE_REASON
-
         external = finding.suppression_reason == BASELINE_REASON
         suppression: dict[str, Any] = {"kind": "external" if external else "inSource", "status": "accepted"}
         if finding.suppression_reason:
             suppression["justification"] = finding.suppression_reason
         result["suppressions"] = [suppression]
-        if external:
-            result["baselineState"] = "unchanged"
+    if baselined:
+        # With a baseline every result says whether it is in it (SARIF's baselineState).
+        result["baselineState"] = "unchanged" if finding.suppression_reason == BASELINE_REASON else "new"
     return result
 
 
@@ -138,13 +138,14 @@ def to_sarif(report: Report) -> str:
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results: list[dict[str, Any]] = []
     findings = report.static.findings if report.static is not None else []
+    baselined = report.static is not None and "baseline" in report.static.extra
     for finding in findings:
         if finding.rule not in index:  # a rule from a newer graphlint than the one writing
             index[finding.rule] = len(rules)
             rules.append({"id": finding.rule, "name": finding.name or finding.rule,
                           "shortDescription": {"text": finding.message},
                           "help": {"text": f"{finding.message}\n\nFix: {finding.fix}"}})
-        results.append(_static_result(finding, index[finding.rule]))
+        results.append(_static_result(finding, index[finding.rule], baselined))
     for event in located_runtime_events(report.runtime):
         kind = str(event.get("kind") or "sync")
         rule_id = f"runtime/{kind}"
