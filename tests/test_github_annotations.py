@@ -49,3 +49,11 @@ def test_cli_writes_annotations(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "github", "step.py"])
     assert result.exit_code == 1
     assert result.stdout.startswith("::error file=step.py,line=4,col=12,endLine=4,endColumn=26,title=GL101 item-call::")
+
+
+def test_runtime_events_with_a_source_line_are_annotated():
+    report = Report(tool_version="0", runtime={"verdict": "fail", "sync_events": [
+        {"op": "Tensor.item", "kind": "host-read", "path": "m.py", "line": 7, "detail": "reads a value"},
+        {"op": "aten.nonzero", "kind": "dynamic-shape", "path": "?", "line": 0}]})
+    assert to_annotations(report) == ("::error file=m.py,line=7,title=runtime host-read::"
+                                      "the runtime harness saw host-read: Tensor.item (reads a value)\n")

@@ -43,8 +43,11 @@ def to_annotations(report: Report) -> str:
                               endLine=f.end_line, endColumn=f.end_col))
     for event in located_runtime_events(report.runtime):
         kind = str(event.get("kind") or "sync")
-        lines.append(_command("error", f"the runtime harness saw {kind}: {event.get('op', '?')}",
-                              f"runtime {kind}", file=event["path"], line=event["line"]))
+        detail = event.get("detail")
+        message = f"the runtime harness saw {kind}: {event.get('op', '?')}"
+        if isinstance(detail, str) and detail:
+            message += f" ({detail})"
+        lines.append(_command("error", message, f"runtime {kind}", file=event["path"], line=event["line"]))
     for error in report.errors:
         lines.append(_command("error", error, "graphlint"))
     return "".join(line + "\n" for line in lines)
