@@ -3,6 +3,11 @@
 It scores every slot of the static cache and masks unfinished ones with -inf, so `topk` always
 has the same k and shape; a k computed from the position (`min(K, (t+1)//4)`) would be frozen
 at capture. Selected indices that point at masked slots are flagged invalid, not removed.
+
+Departure from S1 (shared with the reference port): a slot where every head's ReLU is zero
+scores exactly 0, so exact ties are common in a random model and `topk` may break them either
+way. Both decoders add -slot * 1e-30 to the scores, which orders exact ties toward the older
+slot and is far below the resolution of any non-zero score.
 """
 from __future__ import annotations
 
@@ -15,6 +20,8 @@ from .context import StepContext
 from .rope import apply_rope
 from .weights import IndexerWeights
 
+TIE_BREAK = 1e-30
+
 
 class Indexer:
     def __init__(self, w: IndexerWeights, cfg: DSV4Config, batch: int, dtype: torch.dtype,
@@ -26,6 +33,8 @@ class Indexer:
         self.rope_dim = cfg.rope_dim
         self.weight_scale = cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5
         self.compressor = Compressor(w.compressor, cfg, batch, dtype, device)
+        n_slots = self.compressor.cache.shape[1]
+        self.tie_break = torch.arange(n_slots, dtype=torch.float32, device=device) * -TIE_BREAK
 
     def reset(self) -> None:  # graphlint: host
         self.compressor.reset()
@@ -44,7 +53,7 @@ class Indexer:
         weights = F.linear(u, self.w.weights_proj) * self.weight_scale
         # I_s = sum_h w_h * relu(q_h . k_s), over every slot of the static cache.
         scores = torch.einsum("bhd,bnd->bhn", q, self.compressor.cache).relu()
-        scores = (scores * weights.unsqueeze(-1)).sum(dim=1)
+        scores = (scores * weights.unsqueeze(-1)).sum(dim=1) + self.tie_break
         scores = scores.masked_fill(~rc.valid, float("-inf"))
         idx = scores.topk(self.topk, dim=-1).indices
         return idx, idx < rc.n_valid.unsqueeze(1)

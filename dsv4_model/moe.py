@@ -51,8 +51,9 @@ class MoE:
         self.expert_load.zero_()
         self.expert_load.scatter_add_(0, flat, self._ones)
 
-        xs = x.unsqueeze(1).expand(B, self.k, D).reshape(B * self.k, D, 1)
-        h = torch.bmm(w.w13.index_select(0, flat), xs).squeeze(-1)
+        # The k gathered [2I, D] matrices of a row stack into one [k * 2I, D] operand.
+        w13 = w.w13.index_select(0, flat).view(B, -1, D)
+        h = torch.bmm(w13, x.unsqueeze(-1)).view(B * self.k, -1)
         act = clamped_swiglu(h, self.inter, self.limit) * g.reshape(-1, 1)
         y = torch.bmm(w.w2.index_select(0, flat), act.to(x.dtype).unsqueeze(-1)).squeeze(-1)
         routed = y.view(B, self.k, D).float().sum(dim=1)

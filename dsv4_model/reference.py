@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from .config import DSV4Config
 from .factory import PROMPT_LEN, build_weights, forced_tokens
+from .indexer import TIE_BREAK
 from .weights import (AttentionWeights, BlockWeights, CompressorWeights, DSV4Weights,
                       IndexerWeights, MoEWeights)
 
@@ -159,6 +160,8 @@ class RefIndexer:
         end_pos = start_pos + 1
         index_score = torch.einsum("bshd,btd->bsht", q, self.compressor.entries)
         index_score = (index_score.relu_() * weights.unsqueeze(-1)).sum(dim=2)
+        # Exact ties (all heads' ReLU zero) go to the older slot, as in the graph-safe indexer.
+        index_score = index_score + torch.arange(end_pos // 4, device=x.device) * -TIE_BREAK
         topk_idxs = index_score.topk(min(cfg.index_topk, end_pos // 4), dim=-1)[1]
         return topk_idxs + offset
 
