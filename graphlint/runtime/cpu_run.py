@@ -41,10 +41,13 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
     report = on_phase or (lambda _r: None)
 
     started = time.perf_counter()
+    # Untraced steps run with torch.cuda.synchronize() & co. made no-ops, as traced ones do.
+    untraced = Interceptor(device, emulate=True).patched_sync_calls
     try:
-        target.reset()
-        target.prepare(0)
-        target.step()
+        with untraced():
+            target.reset()
+            target.prepare(0)
+            target.step()
     except Exception as exc:
         result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc)}
         report(result)
@@ -84,7 +87,8 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
 
     if spec.get("bench", True):
         started = time.perf_counter()
-        result["bench"] = bench(target, min(steps, BENCH_STEPS))
+        with untraced():
+            result["bench"] = bench(target, min(steps, BENCH_STEPS))
         result["timings"]["bench"] = time.perf_counter() - started
     report(result)
     return result

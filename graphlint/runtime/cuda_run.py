@@ -34,8 +34,17 @@ EMPTY_GRAPH = "The CUDA Graph is empty"
 
 
 @contextlib.contextmanager
+def sync_debug_mode(mode: str):
+    torch.cuda.set_sync_debug_mode(mode)
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+
+
+@contextlib.contextmanager
 def sync_debug(interceptor: Interceptor, mode: str):
-    """Arm sync debug mode; in "warn" mode every warning becomes an interceptor event.
+    """Arm sync debug mode around each traced step; in "warn" mode every warning becomes an event.
 
     Python's default filter shows a warning once per location, so the filter is "always", and the
     hook runs while the stack is still the one that synced (RUNTIME_NOTES §1).
@@ -51,11 +60,11 @@ def sync_debug(interceptor: Interceptor, mode: str):
                 previous(message, category, filename, lineno, file, line)
 
         warnings.showwarning = hook
-        torch.cuda.set_sync_debug_mode(mode)
+        interceptor.arm = lambda: sync_debug_mode(mode)
         try:
             yield
         finally:
-            torch.cuda.set_sync_debug_mode("default")
+            interceptor.arm = contextlib.nullcontext
 
 
 def _outputs(out) -> list[torch.Tensor]:
@@ -99,21 +108,26 @@ class _DeviceRun:
         started = time.perf_counter()
         try:
             return fn()
+        except Exception as exc:
+            # A phase that breaks fails alone (harness.merge reads phase_errors); the next ones run.
+            self.result.setdefault("phase_errors", {})[name] = tracing.step_error(None, exc)
+            return None
         finally:
             self.result["timings"][name] = time.perf_counter() - started
             self.result["running"] = None
             self.report(self.result)
 
     def all_phases(self) -> None:
-        try:
-            self.timed("warm-up", self.warm_up)
-        except Exception as exc:
-            self.result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc)}
+        self.timed("warm-up", self.warm_up)
+        failed = self.result.get("phase_errors", {}).pop("warm-up", None)
+        if failed is not None:
+            self.result["error"] = {"phase": "warm-up", **failed}
+            self.report(self.result)
             return
         self.timed("sync", self.sync_phase)
         self.timed("allocation", self.allocation_phase)
         eager = self.timed("eager", self.eager_reference)
-        graph, static_out = self.timed("capture", self.capture_phase)
+        graph, static_out = self.timed("capture", self.capture_phase) or (None, None)
         self.timed("replay", lambda: self.replay_phase(graph, static_out, eager))
         if self.spec.get("bench", True):
             self.timed("bench", lambda: self.bench_phase(graph))
@@ -155,6 +169,8 @@ class _DeviceRun:
         per_step = []
         try:
             self.target.reset()
+            torch.cuda.synchronize(self.device)
+            start = torch.cuda.memory_stats(self.device)
             with torch.cuda.stream(self.stream):
                 for i in range(min(ALLOC_STEPS, self.steps)):
                     self.target.prepare(i)
@@ -168,12 +184,12 @@ class _DeviceRun:
                         "count": _delta(before, after, "allocation.all.allocated"),
                         "bytes": _delta(before, after, "allocated_bytes.all.allocated"),
                         "retained_bytes": _delta(before, after, "allocated_bytes.all.current"),
+                        "live_bytes": _delta(start, after, "allocated_bytes.all.current"),
                         "device_mallocs": _delta(before, after, "num_device_alloc"),
                     })
         except Exception as exc:
             summary["error"] = tracing.step_error(None, exc)
-        retained = [p["retained_bytes"] for p in per_step]
-        cuda_growth = len(retained) >= 3 and all(r > 0 for r in retained[1:])
+        cuda_growth = tracing.grows([p["live_bytes"] for p in per_step])
         summary["cuda"] = {"steps": per_step, "growth": cuda_growth,
                            "source": "torch.cuda.memory_stats deltas around each step"}
         summary["growth"] = summary["growth"] or cuda_growth
@@ -337,7 +353,11 @@ class _DeviceRun:
     def _cause_of(self, exc: BaseException) -> dict | None:
         """The line a capture failure comes from: the sync event at the raising user frame if the
         sync phase saw one there, else that frame, else the first sync event."""
-        stack = tracing.step_error(None, exc)["stack"]
+        # A failed capture_end chains its error onto the step's: the step's carries the user line.
+        stack, error = [], exc
+        while error is not None and not stack:
+            stack = tracing.step_error(None, error)["stack"]
+            error = error.__context__
         top = stack[-1] if stack else None
         if top is not None:
             for event in self.events:

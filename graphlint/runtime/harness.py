@@ -13,6 +13,9 @@ from graphlint.runtime import targets
 from graphlint.runtime.targets import TargetError, UsageError
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
+# The device runners' own step names (result["phase_errors"]) behind each phase.
+RUNNER_STEPS = {"sync": ("sync",), "allocation": ("allocation",), "capture": ("capture",),
+                "replay": ("eager", "replay"), "bench": ("bench",)}
 
 
 def resolve_devices(devices: str | None, cuda_count: int) -> list[str]:
@@ -148,7 +151,8 @@ def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True
         },
         "bench": {"devices": [r.get("bench") or {"device": r["device"]} for r in results]},
         "errors": errors,
-        "device_results": [{k: r.get(k) for k in ("device", "name", "steps", "timings", "error")} for r in results],
+        "device_results": [{k: r.get(k) for k in ("device", "name", "steps", "timings", "error", "phase_errors")}
+                           for r in results],
     }
     phases = {
         "sync": _sync_phase(results, events, mode),
@@ -157,6 +161,11 @@ def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True
         "replay": _replay_phase(results, found, mode),
         "bench": _bench_phase(results, mode) if bench else {"verdict": "skipped", "reason": "--no-bench"},
     }
+    for name, phase in phases.items():
+        broken = [f"{r['device']}: {e['error']}" for r in results
+                  for step, e in (r.get("phase_errors") or {}).items() if step in RUNNER_STEPS[name]]
+        if broken:
+            phase.update(verdict="fail", error="; ".join(broken))
     runtime["phases"] = phases
     runtime["verdict"] = "fail" if any(p["verdict"] == "fail" for p in phases.values()) else "pass"
     return runtime

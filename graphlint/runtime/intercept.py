@@ -53,7 +53,8 @@ class StepTrace:
     produced: dict = field(default_factory=dict)  # storage key -> site of the op that made it
     tainted: set = field(default_factory=set)
     lifted: dict = field(default_factory=dict)  # id -> tensor made from Python data in the step
-    retained_bytes: int = 0
+    retained_bytes: int = 0  # allocated by this step and alive after it
+    live_bytes: int = 0  # allocated by this and the earlier traced steps, alive after it
     error: str | None = None
 
     def allocated_bytes(self) -> int:
@@ -185,6 +186,9 @@ class Interceptor:
         self.current_op: tuple | None = None  # (packet, args) of the aten op running now
         self.in_handler = False
         self.raised_in: tuple | None = None  # (python call, aten op, args) of the last op that raised
+        # A context manager factory entered around each traced step only (CUDA: sync debug mode,
+        # so that prepare() and reset() are not checked).
+        self.arm: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
         self._slot = 0 if emulate else 1  # which rule of a _CALLS pair raises events
 
     # ----------------------------------------------------------------- running a step
@@ -197,7 +201,7 @@ class Interceptor:
         rec = self.rec = self.last = StepTrace(index)
         out = None
         try:
-            with self._patched_sync_calls(), _FunctionMode(self), _dispatch_mode(self):
+            with self.patched_sync_calls(), _FunctionMode(self), _dispatch_mode(self), self.arm():
                 out = fn()
         finally:
             self.rec = None
@@ -261,7 +265,10 @@ class Interceptor:
 
     # ----------------------------------------------------------------- sync API patches
     @contextlib.contextmanager
-    def _patched_sync_calls(self):
+    def patched_sync_calls(self):
+        """Patch the synchronize calls of catalog.SYNC_CALLS: they record an event while a step is
+        traced, and do nothing on the emulation (also outside traced steps: a CPU build has no
+        CUDA to wait for)."""
         saved = []
         for dotted, reason, _checked in catalog.SYNC_CALLS:
             if not self.emulate and dotted in catalog.SEEN_BY_SYNC_MODE:

@@ -158,6 +158,11 @@ def _replays(runtime: dict, console) -> None:
 
 def _allocations(runtime: dict, console) -> None:
     alloc = runtime.get("allocations", {})
+    if alloc.get("growth"):
+        console.print("\n[bold]memory held across steps[/bold] (it grows), allocated at:")
+        for site in alloc.get("held_sites", [])[:5]:
+            console.print(f"  {_where(site)}  {site['count']} x, {_bytes(site['bytes'])}  "
+                          f"{escape(', '.join(site['ops'][:3]))}")
     sites = alloc.get("sites", [])
     if not sites:
         return

@@ -34,7 +34,13 @@ def trace_steps(target: Any, interceptor: Interceptor, steps: int) -> tuple[list
             traces.append(trace)
             return traces, step_error(i, exc)
         traces.append(interceptor.last)
+        interceptor.last.live_bytes = _live_bytes(traces)
     return traces, None
+
+
+def _live_bytes(traces: list[StepTrace]) -> int:
+    """Bytes of every storage allocated by the traced steps so far that is still alive."""
+    return sum(nbytes for trace in traces for _, _, nbytes, ref in trace.allocations if ref() is not None)
 
 
 def step_error(step: int | None, exc: BaseException) -> dict:
@@ -60,26 +66,28 @@ def aggregate_events(traces: list[StepTrace]) -> list[dict]:
     return list(merged.values())
 
 
+def grows(series: list[int]) -> bool:
+    """Memory held after each step never falls and ends higher: a leak or a growing cache."""
+    return len(series) >= 3 and series[-1] > series[0] and all(b >= a for a, b in zip(series, series[1:]))
+
+
 def allocation_summary(traces: list[StepTrace], max_sites: int = 25) -> dict:
     """New storages per step (count, bytes, still alive after the step) and where they come from.
 
-    `growth` is True when the memory a step leaves alive, or what it allocates, rises step after
-    step (a cache grown with torch.cat, outputs appended to a list): the verdict fails on it.
+    `live_bytes` is what all traced steps so far allocated and still hold. `growth` is True when
+    that rises step after step, or each step allocates more than the last (a cache grown with
+    torch.cat, outputs appended to a list): the verdict fails on it.
     Allocations themselves do not fail the phase: inside a graph they come from the graph's private
     pool, the same addresses at each replay.
     """
     usable = [t for t in traces if t.error is None]
     per_step = [
-        {"step": t.index, "count": len(t.allocations), "bytes": t.allocated_bytes(), "retained_bytes": t.retained_bytes}
+        {"step": t.index, "count": len(t.allocations), "bytes": t.allocated_bytes(), "retained_bytes": t.retained_bytes,
+         "live_bytes": t.live_bytes}
         for t in usable
     ]
-    growth = False
-    if len(per_step) >= 3:
-        retained = [p["retained_bytes"] for p in per_step]
-        allocated = [p["bytes"] for p in per_step]
-        growth = (retained[-1] > retained[0] and all(b >= a for a, b in zip(retained, retained[1:]))) or all(
-            b > a for a, b in zip(allocated, allocated[1:])
-        )
+    growth = grows([p["live_bytes"] for p in per_step]) or (
+        len(per_step) >= 3 and all(b["bytes"] > a["bytes"] for a, b in zip(per_step, per_step[1:])))
     sites: dict[tuple, dict] = {}
     last = usable[-1] if usable else None
     for op, site, nbytes, _ref in (last.allocations if last else ()):
@@ -91,6 +99,17 @@ def allocation_summary(traces: list[StepTrace], max_sites: int = 25) -> dict:
         if op not in entry["ops"]:
             entry["ops"].append(op)
     ranked = sorted(sites.values(), key=lambda s: (-s["count"], -s["bytes"], s["path"], s["line"]))
+    # Where the memory that outlives its step was allocated: the place to look when it grows.
+    held: dict[tuple, dict] = {}
+    for trace in usable:
+        for op, site, nbytes, ref in trace.allocations:
+            if ref() is not None:
+                where = sources.site_dict(site)
+                entry = held.setdefault((where["path"], where["line"]), {**where, "count": 0, "bytes": 0, "ops": []})
+                entry["count"] += 1
+                entry["bytes"] += nbytes
+                if op not in entry["ops"]:
+                    entry["ops"].append(op)
     outputs = last.outputs if last else []
     return {
         "steps": per_step,
@@ -98,5 +117,6 @@ def allocation_summary(traces: list[StepTrace], max_sites: int = 25) -> dict:
         "growth": growth,
         "sites": ranked[:max_sites],
         "sites_omitted": max(0, len(ranked) - max_sites),
+        "held_sites": sorted(held.values(), key=lambda s: (-s["bytes"], s["path"], s["line"]))[:max_sites],
         "outputs_static": all(o["static"] for o in outputs) if outputs else None,
     }

@@ -95,6 +95,13 @@ def test_output_shape_depends_on_the_data(runs):
     assert runtime["allocations"]["outputs_static"] is False
 
 
+def test_device_synchronize_is_recorded_and_skipped(runs):
+    runtime = runs("missed_syncs")
+    where = marked_line("missed_syncs", "device-sync")
+    assert [(e["kind"], e["op"]) for e in _at(runtime["sync_events"], where)] == [
+        ("sync", "torch.cuda.synchronize")]
+
+
 def test_error_mode_stops_at_the_first_event(runs):
     runtime = runs("item_sync", sync_mode="error")
     assert len(runtime["sync_events"]) == 1
