@@ -185,9 +185,15 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                       "fix": BY_CODE["GL900"].fix, "region": "module", "reached_via": ()}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
-            if placement.region in (HOST, UNREACHED):
-                continue
             rule = BY_CODE[raw["rule"]]
+            # Capture orchestration rules (GL5xx) judge the code that captures and replays,
+            # which is host code by design, so they hold in every region; a `host_code_only`
+            # one leaves per-step regions to the sync rule that reports the same node (GL106).
+            orchestration = getattr(rule, "applies_in_host_code", False)
+            if placement.region in (HOST, UNREACHED) and not orchestration:
+                continue
+            if orchestration and getattr(rule, "host_code_only", False) and placement.region in (CAPTURED, EAGER):
+                continue
             if placement.region == EAGER and rule.capture_only:
                 continue
             candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via}))
@@ -238,7 +244,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     files = analyse_all(tasks, jobs or default_jobs(), cache)
     placements = None
     extra: dict[str, Any] = {}
-    if config.entry_points:
+    # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
+    if config.entry_points or any(f.get("marker") == "entry" for file in files for f in file.get("functions", [])):
         from graphlint import callgraph
 
         graph = callgraph.build(files, config)
