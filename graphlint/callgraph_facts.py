@@ -325,7 +325,7 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
             entry["env"] = walker.env
         if node.returns is not None:
             entry["returns_ann"] = _ann(node.returns.annotation)
-        elif walker.returns:
+        if walker.returns:
             entry["returns"] = walker.returns
         out_functions[qualname] = entry
     return {

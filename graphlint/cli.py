@@ -14,6 +14,7 @@ from typing import Sequence
 import click
 
 from graphlint import __version__
+from graphlint.audit import audit_command
 from graphlint.config import Config, ConfigError, load
 from graphlint.report import Report, dumps, write_atomic
 
@@ -83,6 +84,8 @@ class GraphlintGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
+        except ConfigError as error:  # e.g. an entry point that names no linted function
+            fail(str(error))
         except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
             click.echo(f"graphlint: internal error: {type(error).__name__}: {error}", err=True)
             if "GRAPHLINT_DEBUG" in __import__("os").environ:
@@ -306,6 +309,7 @@ def _register_optional_commands() -> None:
 
 
 _register_optional_commands()
+main.add_command(audit_command)
 
 if __name__ == "__main__":
     main()

@@ -426,8 +426,11 @@ class CaptureWithoutWarmup(Rule):
 
 
 def _callee_name(call: cst.Call, ctx: Context) -> str | None:
-    """The dotted callee of a user call (`model.step`, `fn`); None for torch and builtins."""
+    """The dotted callee of a user call (`model.step`, `fn`); None for torch, builtins and
+    tensor operations (`out.copy_(x * 2)` has nothing to warm up)."""
     if ctx.qualified(call.func) is not None:
+        return None
+    if isinstance(call.func, cst.Attribute) and (call.func.attr.value.endswith("_") or ctx.value(call.func.value).is_tensor):
         return None
     name = dotted(call.func)
     if name is None or name in _HOST_FUNCS or name in ("range", "enumerate", "zip", "super"):

@@ -1,0 +1,236 @@
+"""`graphlint audit`: every function reachable from the entry points, with its region and a
+class modelled on the seeds' audit of a decode path (green / red-scalar / structural):
+
+  capturable     no finding                 sync           a GL1 finding (device-to-host read)
+  host-branch    a GL2 finding               dynamic-shape  a GL3 finding
+  frozen-scalar  a per-step Python scalar    allocates      a GL4 finding (per-step allocation)
+                 frozen into the capture     cross-device   a copy to another device
+                 (GL508, GL509, GL404)       capture-hygiene  a capture/replay orchestration finding
+  eager          an eager break (by design)  host           outside the graph by design
+
+The verdict: every reachable `captured` function is capturable (exit 0) or not (exit 1).
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import click
+
+from graphlint import __version__
+from graphlint.config import Config, ConfigError
+
+SCHEMA = "graphlint-audit/1"
+CAPTURABLE = "capturable"
+# When a function has findings of several classes, the first in this order names it.
+CLASS_ORDER = ["sync", "host-branch", "dynamic-shape", "frozen-scalar", "cross-device", "allocates",
+               "capture-hygiene"]
+ALL_CLASSES = [CAPTURABLE, *CLASS_ORDER, "eager", "host"]
+_BY_FAMILY = {"1": "sync", "2": "host-branch", "3": "dynamic-shape", "4": "allocates", "5": "capture-hygiene"}
+_BY_RULE = {"GL404": "frozen-scalar", "GL508": "frozen-scalar", "GL509": "frozen-scalar",
+            "GL506": "cross-device", "GL507": "cross-device"}
+
+
+class AuditError(Exception):
+    """Nothing to audit (no entry point); the CLI turns it into exit code 2."""
+
+
+def finding_class(rule: str) -> str | None:
+    if rule in _BY_RULE:
+        return _BY_RULE[rule]
+    return _BY_FAMILY.get(rule[2:3])
+
+
+@dataclass
+class AuditRow:
+    function: str
+    path: str
+    line: int
+    region: str
+    cls: str
+    classes: list[str]
+    findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
+    reached_via: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
+                "class": self.cls, "classes": self.classes, "findings": self.findings,
+                "reached_via": list(self.reached_via)}
+
+
+@dataclass
+class AuditResult:
+    entry_points: list[str]
+    rows: list[AuditRow] = field(default_factory=list)
+    unresolved: list[dict[str, Any]] = field(default_factory=list)
+    files: int = 0
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        counts = {name: 0 for name in ALL_CLASSES}
+        for row in self.rows:
+            counts[row.cls] += 1
+        return {k: v for k, v in counts.items() if v}
+
+    def blocking(self) -> list[AuditRow]:
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE]
+
+    def verdict(self) -> str:
+        return "fail" if self.blocking() else "pass"
+
+    def to_dict(self) -> dict[str, Any]:
+        captured = [r for r in self.rows if r.region == "captured"]
+        return {
+            "schema": SCHEMA,
+            "tool": {"name": "graphlint", "version": __version__},
+            "config": self.config,
+            "entry_points": self.entry_points,
+            "files": self.files,
+            "functions": [row.to_dict() for row in self.rows],
+            "counts": self.counts(),
+            "unresolved_calls": self.unresolved,
+            "summary": {"reachable": len(self.rows), "captured": len(captured),
+                        "capturable": sum(r.cls == CAPTURABLE for r in captured),
+                        "not_capturable": len(self.blocking()), "verdict": self.verdict()},
+        }
+
+
+_DEF = re.compile(r"^(\s*)(?:async\s+def|def|class)\s+(\w+)")
+
+
+def def_lines(text: str) -> dict[str, int]:
+    """qualname -> line of its `def`, from indentation alone (functions analysed without
+    positions have line 0 in the per-file analysis)."""
+    lines: dict[str, int] = {}
+    stack: list[tuple[int, str]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        match = _DEF.match(line)
+        if not match:
+            continue
+        indent = len(match.group(1).expandtabs())
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        qualname = ".".join([name for _, name in stack] + [match.group(2)])
+        lines.setdefault(qualname, number)
+        stack.append((indent, match.group(2)))
+    return lines
+
+
+def _source(root: Path, path: str) -> str:
+    full = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        return full.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
+        cache_dir: Path | None = None) -> AuditResult:
+    """Analyse, build the call graph and classify every reachable function. Raises AuditError
+    without entry points, callgraph.EntryPointError for one that names nothing, and
+    FileNotFoundError for a missing path."""
+    from graphlint import callgraph
+    from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
+
+    tasks = collect_tasks(paths, config)
+    files = analyse_all(tasks, jobs or default_jobs(), Cache(cache_dir))
+    has_markers = any(f.get("marker") == "entry" for file in files for f in file.get("functions", []))
+    if not config.entry_points and not has_markers:
+        raise AuditError("nothing to audit: give an entry point (--entry-point module:Qualified.name, "
+                         "[tool.graphlint] entry-points, or a `# graphlint: entry` comment on a def)")
+    graph = callgraph.build(files, config)
+    findings = finalize(files, config, config.select, config.ignore, graph.placements)
+    by_function: dict[tuple[str, str], dict[str, int]] = {}
+    for finding in findings:
+        if finding.suppressed or finding.function is None:
+            continue
+        counts = by_function.setdefault((finding.path, finding.function), {})
+        counts[finding.rule] = counts.get(finding.rule, 0) + 1
+    known_lines = {(file["path"], f["qualname"]): f.get("line", 0) for file in files for f in file["functions"]}
+    scanned: dict[str, dict[str, int]] = {}
+    result = AuditResult(entry_points=list(config.entry_points), unresolved=graph.unresolved, files=len(files),
+                         config=config.to_dict())
+    names = graph.names
+    for key in graph.order:
+        placement = graph.placements[key]
+        path, qualname = key
+        line = known_lines.get(key, 0)
+        if not line:
+            if path not in scanned:
+                scanned[path] = def_lines(_source(Path(config.root), path))
+            line = scanned[path].get(qualname, 0)
+        rules = dict(sorted(by_function.get(key, {}).items()))
+        classes = sorted({c for c in (finding_class(r) for r in rules) if c}, key=CLASS_ORDER.index)
+        if placement.region in ("eager", "host"):
+            cls = placement.region
+        else:
+            cls = classes[0] if classes else CAPTURABLE
+        result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
+                                    placement.reached_via))
+    if not result.entry_points:
+        result.entry_points = [names.get(key, key[1]) for key in graph.entries]
+    return result
+
+
+@click.command("audit")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--entry-point", "-e", "entry_points", multiple=True, metavar="MODULE:QUALNAME",
+              help="Root of the captured region (repeatable); replaces [tool.graphlint] entry-points.")
+@click.option("--eager", "eager", multiple=True, metavar="MODULE:QUALNAME", help="An eager break inside the step (repeatable).")
+@click.option("--host", "host", multiple=True, metavar="MODULE:QUALNAME", help="Host code outside the graph (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the audit here (atomically).")
+@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: tuple[str, ...], host: tuple[str, ...],
+                  fmt: str, output: str | None, config_file: str | None, jobs: int | None, no_cache: bool,
+                  cache_dir: str | None) -> None:
+    """List every function reachable from the entry points with its region and class.
+
+    Exit 0 when every reachable captured function is capturable, 1 otherwise, 2 on errors.
+    """
+    import dataclasses
+    import io
+    import sys
+
+    from graphlint.cli import EXIT_OK, EXIT_VIOLATIONS, _split, fail, load_config
+    from graphlint.report import write_atomic
+
+    config = load_config(config_file)
+    changes: dict[str, Any] = {}
+    if entry_points:
+        changes["entry_points"] = _split(entry_points)
+    if eager:
+        changes["eager"] = config.eager + _split(eager)
+    if host:
+        changes["host"] = config.host + _split(host)
+    config = dataclasses.replace(config, **changes)
+    targets: Sequence[str | Path] = paths or [str(config.root / p) for p in config.paths] or (".",)
+    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    try:
+        result = run(targets, config, jobs=jobs, cache_dir=cache_folder)
+    except FileNotFoundError as error:
+        fail(f"path not found: {error}")
+        return
+    except (AuditError, ConfigError) as error:
+        fail(str(error))
+        return
+    if fmt == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        from graphlint.views.audit_text import render
+
+        stream = io.StringIO() if output else sys.stdout
+        render(result, stream, color=False if output else None)
+        text = stream.getvalue() if output else ""
+    if output:
+        write_atomic(output, text)
+        click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
+    elif text:
+        sys.stdout.write(text)
+    sys.exit(EXIT_VIOLATIONS if result.verdict() == "fail" else EXIT_OK)

@@ -1,0 +1,592 @@
+"""Symbolic values of the call graph: what a name, an attribute or a call in the linted code
+may hold (an instance of a linted class, a function, a list of modules, a library object, a
+value from a project module outside the lint, or something unknown), evaluated lazily from
+the per-file facts of graphlint.callgraph_facts. Nothing is imported or run.
+
+A value is a tuple whose first item is its tag:
+  (INST, class) (CLS, class) (FN, function, self_class) (SUPER, start_class, self_class)
+  (MOD, module) (LIST, elements) (TUPLE, (parts..)) (DICT, keys, values) (BOUND, method, container)
+  (EXT, dotted)   a library object (torch, the standard library): calls into it are not listed
+  (PEXT, dotted)  from a project module that is not among the linted files
+  (DYN, why)      not known statically (an unannotated parameter, a computed value)
+where a class or function is (path, qualname).
+"""
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from graphlint.regions import module_name
+
+INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
+LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"
+EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project outside the lint, unknown
+
+_EMPTY: frozenset = frozenset()
+_BUILTINS = frozenset(dir(builtins))
+_LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
+                         "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
+                         "AbstractSet", "Reversible"})
+_DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "ModuleDict"})
+_WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
+_CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
+_SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
+
+
+def _freeze(value: Any) -> Any:
+    """JSON lists -> tuples (hashable, so evaluations can be memoised); kwargs dict -> pairs."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    return value
+
+
+def package_module(path: str, root: Path) -> str:
+    """The module name Python would import the file as: folders with `__init__.py` above it
+    make the package (`transformers/models/llama/modeling_llama.py` anywhere on disk). A file
+    that is not on disk (an in-memory snippet) is named from its relative path."""
+    full = Path(path) if Path(path).is_absolute() else root / path
+    if not full.is_file():
+        return module_name(path)
+    parts = [] if full.name == "__init__.py" else [full.stem]
+    folder = full.parent
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts) if parts else full.stem
+
+
+class Project:
+    """Every linted file's facts, indexed, and the evaluator of the facts' expressions."""
+
+    def __init__(self, files: Sequence[Mapping[str, Any]], root: Path):
+        self.modules: dict[str, str] = {}  # module name -> path
+        self.module_of: dict[str, str] = {}
+        self.alt_module_of: dict[str, str] = {}  # the path-based name, for entry-point specs
+        self.is_package: dict[str, bool] = {}
+        self.functions: dict[tuple[str, str], dict] = {}
+        self.classes: dict[tuple[str, str], dict] = {}
+        self.imports: dict[str, dict[str, str]] = {}
+        self.globals: dict[str, dict[str, tuple]] = {}
+        self.markers: dict[tuple[str, str], str | None] = {}
+        self.method_names: dict[str, list[str]] = {}
+        self.skipped: dict[str, str] = {}  # module -> path of linted files that were not analysed
+        self.skipped_hint: dict[str, str] = {}  # name imported through a skipped package -> its path
+        for file in files:
+            path = file["path"]
+            facts = (file.get("extra") or {}).get("calls") or {}
+            for function in file.get("functions", []):
+                self.markers[(path, function["qualname"])] = function.get("marker")
+            if not facts:
+                if file.get("skipped"):
+                    # Never mentions torch, so never parsed: a package __init__ that re-exports.
+                    self.skipped[package_module(path, root)] = path
+                continue
+            module = package_module(path, root)
+            self.modules.setdefault(module, path)
+            self.module_of[path] = module
+            self.alt_module_of[path] = module_name(path)
+            self.is_package[path] = path.endswith("__init__.py")
+            self.imports[path] = dict(facts.get("imports", {}))
+            self.globals[path] = {k: _freeze(v) for k, v in facts.get("globals", {}).items()}
+            for qualname, data in facts.get("classes", {}).items():
+                self.classes[(path, qualname)] = {
+                    "bases": _freeze(data.get("bases", [])),
+                    "methods": data.get("methods", {}),
+                    "attrs": {k: _freeze(v) for k, v in data.get("attrs", {}).items()},
+                }
+                for method in data.get("methods", {}):
+                    self.method_names.setdefault(method, []).append(f"{qualname}.{method}")
+            for qualname, data in facts.get("functions", {}).items():
+                self.functions[(path, qualname)] = {
+                    "params": [(name, _freeze(ann)) for name, ann in data.get("params", [])],
+                    "class": data.get("class"),
+                    "decorators": data.get("decorators", []),
+                    "env": {k: _freeze(v) for k, v in data.get("env", {}).items()},
+                    "calls": _freeze(data.get("calls", [])),
+                    "returns": _freeze(data.get("returns", [])),
+                    "returns_ann": _freeze(data.get("returns_ann")),
+                }
+        self.project_tops = {name.split(".")[0] for name in [*self.modules, *self.skipped]}
+        self._memo: dict[tuple, frozenset] = {}
+        self._active: set[tuple] = set()
+        self._mro: dict[tuple[str, str], tuple[list, list]] = {}
+        # Names imported from project modules outside the lint (`Cache`), as opposed to
+        # values derived from them (`w.wo_a`, `get_interface()`).
+        self.pext_roots: set[str] = set()
+
+    # ----- names ------------------------------------------------------------------------------
+    def eval(self, expr: Any, scope: tuple) -> frozenset:
+        if expr is None:
+            return _EMPTY
+        key = (scope, expr)
+        cached = self._memo.get(key)
+        if cached is not None:
+            return cached
+        if key in self._active:
+            return _EMPTY  # a cycle (x = f(x)): what the other assignments give is enough
+        self._active.add(key)
+        try:
+            result = frozenset(self._eval(expr, scope))
+        finally:
+            self._active.discard(key)
+        self._memo[key] = result
+        return result
+
+    def _eval(self, expr: tuple, scope: tuple) -> Iterable[tuple]:
+        tag = expr[0]
+        if tag == "n":
+            return self.name(expr[1], scope)
+        if tag == "a":
+            return self.attr(self.eval(expr[1], scope), expr[2])
+        if tag == "c":
+            return self.call_result(expr, scope)
+        if tag in ("i", "ix"):
+            return self.index(self.eval(expr[1], scope), expr[2] if tag == "ix" else None)
+        if tag == "s":
+            return self.sliced(self.eval(expr[1], scope))
+        if tag == "it":
+            return self.element(self.eval(expr[1], scope))
+        if tag == "l":
+            return {(LIST, self._elements(expr[1], scope))}
+        if tag == "t":
+            return {(TUPLE, tuple(self.eval(e, scope) for e in expr[1]))}
+        if tag == "d":
+            keys = frozenset().union(*(self.eval(k, scope) for k in expr[1])) if expr[1] else _EMPTY
+            values = frozenset().union(*(self.eval(v, scope) for v in expr[2])) if expr[2] else _EMPTY
+            return {(DICT, keys, values)}
+        if tag == "u":
+            return frozenset().union(*(self.eval(e, scope) for e in expr[1]))
+        if tag == "ann":
+            return self.annotation(expr[1], scope)
+        if tag == "enter":
+            out: set = set()
+            for value in self.eval(expr[1], scope):
+                if value[0] == INST:
+                    out |= self.returns_of(self.member(value[1], "__enter__", value[1]))
+            return out
+        if tag == "star":
+            return self.element(self.eval(expr[1], scope))
+        if tag == "?":
+            return {(DYN, "a computed value")}
+        return _EMPTY
+
+    def _elements(self, items: Sequence, scope: tuple) -> frozenset:
+        out: set = set()
+        for item in items:
+            if item is not None and item[0] == "star":
+                out |= self.element(self.eval(item[1], scope))
+            else:
+                out |= self.eval(item, scope)
+        return frozenset(out)
+
+    def name(self, name: str, scope: tuple) -> set:
+        path, qualname, self_class = scope
+        while qualname is not None:
+            function = self.functions.get((path, qualname))
+            if function is None:
+                # A class between two functions: its body is not a scope for inner functions.
+                qualname = qualname.rsplit(".", 1)[0] if "." in qualname else None
+                continue
+            found: set = set()
+            bound = False
+            for index, (param, annotation) in enumerate(function["params"]):
+                if param.lstrip("*") != name:
+                    continue
+                bound = True
+                decorators = function["decorators"]
+                owner = (path, function["class"]) if function["class"] else None
+                if index == 0 and owner is not None and "staticmethod" not in decorators:
+                    cls = self_class or owner
+                    found.add((CLS, cls) if "classmethod" in decorators else (INST, cls))
+                elif param.startswith("**"):
+                    found.add((DICT, _EMPTY, frozenset({(DYN, f"keyword arguments `**{name}`")})))
+                elif param.startswith("*"):
+                    found.add((LIST, frozenset({(DYN, f"positional arguments `*{name}`")})))
+                elif annotation is not None:
+                    found |= self.annotation(annotation, (path, qualname, self_class))
+                else:
+                    found.add((DYN, f"parameter `{name}`"))
+            assignments = function["env"].get(name)
+            if assignments:
+                bound = True
+                for expr in assignments:
+                    found |= self.eval(expr, (path, qualname, self_class))
+            nested = (path, f"{qualname}.{name}")
+            if nested in self.functions:
+                bound = True
+                found.add((FN, nested, None))
+            if bound:
+                return found
+            qualname = qualname.rsplit(".", 1)[0] if "." in qualname else None
+        return self.module_name_value(path, name)
+
+    def module_name_value(self, path: str, name: str) -> set:
+        if (path, name) in self.classes:
+            return {(CLS, (path, name))}
+        if (path, name) in self.functions:
+            return {(FN, (path, name), None)}
+        assignments = self.globals.get(path, {}).get(name)
+        if assignments:
+            out: set = set()
+            for expr in assignments:
+                out |= self.eval(expr, (path, None, None))
+            return out
+        target = self.imports.get(path, {}).get(name)
+        if target is not None:
+            return self.resolve_import(path, target)
+        if name in _BUILTINS:
+            return {(BUILTIN, name)}
+        return {(DYN, f"undefined name `{name}`")}
+
+    def resolve_import(self, path: str, target: str) -> set:
+        if not target.startswith("."):
+            return self.resolve_absolute(target, relative=False)
+        level = len(target) - len(target.lstrip("."))
+        rest = target[level:]
+        parts = self.module_of.get(path, "").split(".")
+        package = parts if self.is_package.get(path) else parts[:-1]
+        if level - 1 > len(package):
+            return {(PEXT, target)}
+        base = package[: len(package) - (level - 1)]
+        return self.resolve_absolute(".".join(base + ([rest] if rest else [])), relative=True)
+
+    def resolve_absolute(self, dotted: str, relative: bool) -> set:
+        parts = dotted.split(".")
+        for k in range(len(parts), 0, -1):
+            prefix = ".".join(parts[:k])
+            if prefix in self.skipped and k < len(parts):
+                self.pext_roots.add(dotted)
+                self.skipped_hint[dotted] = self.skipped[prefix]
+                return {(PEXT, dotted)}
+            if prefix in self.modules:
+                values: set = {(MOD, prefix)}
+                for attr in parts[k:]:
+                    values = self.attr(frozenset(values), attr)
+                return values
+        if relative or parts[0] in self.project_tops:
+            self.pext_roots.add(dotted)
+            return {(PEXT, dotted)}
+        return {(EXT, dotted)}
+
+    # ----- types ------------------------------------------------------------------------------
+    def annotation(self, ann: Any, scope: tuple) -> set:
+        if not ann:
+            return set()
+        if ann[0] == "tu":
+            out: set = set()
+            for part in ann[1]:
+                out |= self.annotation(part, scope)
+            return out
+        _, name, args = ann
+        short = name.rsplit(".", 1)[-1]
+        if name in ("None", "...", "[]"):
+            return set()
+        if short in _WRAPPERS:
+            return self.annotation(args[0], scope) if args else set()
+        if short == "Union":
+            out = set()
+            for part in args:
+                out |= self.annotation(part, scope)
+            return out
+        if short in ("tuple", "Tuple"):
+            if len(args) == 2 and args[1] == ("ty", "...", ()):
+                return {(LIST, frozenset(self.annotation(args[0], scope)))}
+            return {(TUPLE, tuple(frozenset(self.annotation(a, scope)) for a in args))}
+        if short in _LIST_TYPES:
+            return {(LIST, frozenset(self.annotation(args[0], scope)) if args else _EMPTY)}
+        if short in _DICT_TYPES:
+            key = frozenset(self.annotation(args[0], scope)) if len(args) > 0 else _EMPTY
+            value = frozenset(self.annotation(args[1], scope)) if len(args) > 1 else _EMPTY
+            return {(DICT, key, value)}
+        if short in ("type", "Type"):
+            return {(CLS, v[1]) for v in self.annotation(args[0], scope) if v[0] == INST} if args else set()
+        if short == "Callable":
+            return {(DYN, "a value annotated Callable")}
+        head, *rest = name.split(".")
+        values = frozenset(self.name(head, scope))
+        for attr in rest:
+            values = frozenset(self.attr(values, attr))
+        out = set()
+        for value in values:
+            if value[0] == CLS:
+                out.add((INST, value[1]))
+            elif value[0] in (EXT, PEXT):
+                out.add(value)
+        return out
+
+    def mro(self, cls: tuple[str, str]) -> tuple[list, list]:
+        """Linted classes in method-resolution order (depth-first, left to right, as C3 for
+        single inheritance), and the bases outside the linted files."""
+        cached = self._mro.get(cls)
+        if cached is not None:
+            return cached
+        self._mro[cls] = ([cls], [])  # cycle guard
+        order: list = [cls]
+        outside: list = []
+        path, qualname = cls
+        outer = qualname.rsplit(".", 1)[0] if "." in qualname else None
+        scope = (path, outer if (path, outer or "") in self.functions else None, None)
+        for base in self.classes[cls]["bases"]:
+            for value in self.eval(base, scope):
+                if value[0] == CLS and value[1] != cls:
+                    sub, sub_outside = self.mro(value[1])
+                    order.extend(c for c in sub if c not in order)
+                    outside.extend(b for b in sub_outside if b not in outside)
+                elif value[0] in (EXT, PEXT) and value not in outside:
+                    outside.append(value)
+        self._mro[cls] = (order, outside)
+        return order, outside
+
+    def member(self, cls: tuple[str, str], attr: str, self_class: tuple[str, str] | None,
+               instance: bool = True, after: tuple[str, str] | None = None) -> set:
+        order, outside = self.mro(self_class if after is not None and self_class else cls)
+        if after is not None:
+            order = order[order.index(after) + 1:] if after in order else []
+        for owner in order:
+            decorators = self.classes[owner]["methods"].get(attr)
+            if decorators is None:
+                continue
+            key = (owner[0], f"{owner[1]}.{attr}")
+            if key not in self.functions:
+                continue
+            if "property" in decorators or "cached_property" in decorators:
+                return self.returns_of({(FN, key, self_class or owner)}) if instance else set()
+            if "staticmethod" in decorators:
+                return {(FN, key, None)}
+            return {(FN, key, self_class or owner)}
+        found: set = set()
+        for owner in order:
+            for method, expr in self.classes[owner]["attrs"].get(attr, ()):
+                scope = (owner[0], method, self_class or owner) if method else (owner[0], None, None)
+                found |= self.eval(expr, scope)
+        if found:
+            return found
+        if outside:
+            base = next((b for b in outside if b[0] == PEXT), outside[0])
+            return {(base[0], f"{base[1]}.{attr}")}
+        if after is not None:
+            return set()
+        return {(DYN, f"`{attr}`, which {cls[1]} does not define")}
+
+    def attr(self, values: frozenset, attr: str) -> set:
+        out: set = set()
+        for value in values:
+            tag = value[0]
+            if tag == INST:
+                out |= self.member(value[1], attr, value[1])
+            elif tag == CLS:
+                out |= self.member(value[1], attr, value[1], instance=False)
+            elif tag == SUPER:
+                out |= self.member(value[1], attr, value[2], after=value[1])
+            elif tag == MOD:
+                out |= self._module_attr(value[1], attr)
+            elif tag in (LIST, TUPLE, DICT):
+                if attr in _CONTAINER_METHODS:
+                    out.add((BOUND, attr, value))
+            elif tag in (EXT, PEXT):
+                out.add((tag, _join(value[1], attr)))
+            elif tag == DYN:
+                out.add(value)
+        return out
+
+    def _module_attr(self, module: str, attr: str) -> set:
+        submodule = f"{module}.{attr}"
+        path = self.modules[module]
+        if (path, attr) in self.classes or (path, attr) in self.functions or attr in self.globals.get(path, {}) \
+                or attr in self.imports.get(path, {}):
+            return self.module_name_value(path, attr)
+        if submodule in self.modules:
+            return {(MOD, submodule)}
+        return {(PEXT, submodule)}
+
+    # ----- containers ---------------------------------------------------------------------------
+    def element(self, values: frozenset) -> set:
+        out: set = set()
+        for value in values:
+            tag = value[0]
+            if tag == LIST:
+                out |= value[1]
+            elif tag == TUPLE:
+                for part in value[1]:
+                    out |= part
+            elif tag == DICT:
+                out |= value[1]
+            elif tag in (EXT, PEXT):
+                out.add((tag, _join(value[1], "[]")))
+            elif tag == DYN:
+                out.add(value)
+        return out
+
+    def index(self, values: frozenset, position: int | None) -> set:
+        out: set = set()
+        for value in values:
+            tag = value[0]
+            if tag == TUPLE and position is not None and -len(value[1]) <= position < len(value[1]):
+                out |= value[1][position]
+            elif tag == DICT:
+                out |= value[2]
+            elif tag == INST:
+                out |= self.returns_of(self.member(value[1], "__getitem__", value[1]))
+            else:
+                out |= self.element(frozenset({value}))
+        return out
+
+    def sliced(self, values: frozenset) -> set:
+        out: set = set()
+        for value in values:
+            if value[0] == TUPLE:
+                out.add((LIST, frozenset().union(*value[1]) if value[1] else _EMPTY))
+            elif value[0] in (LIST, EXT, PEXT, DYN):
+                out.add(value)
+        return out
+
+    # ----- calls --------------------------------------------------------------------------------
+    def returns_of(self, callees: Iterable[tuple]) -> set:
+        out: set = set()
+        for value in callees:
+            if value[0] != FN:
+                continue
+            key, self_class = value[1], value[2]
+            function = self.functions.get(key)
+            if function is None:
+                continue
+            scope = (key[0], key[1], self_class)
+            annotated = self.annotation(function["returns_ann"], scope) if function["returns_ann"] else set()
+            # `-> nn.Sequential` says less than `return nn.Sequential(Linear(), Gelu())`.
+            if not annotated or all(v[0] in (EXT, PEXT) for v in annotated):
+                for expr in function["returns"]:
+                    annotated |= self.eval(expr, scope)
+            out |= annotated
+        return out
+
+    def call_targets(self, values: frozenset) -> list[tuple]:
+        """The functions a call of these values runs: FN values with their `self` class."""
+        targets: list[tuple] = []
+        for value in values:
+            tag = value[0]
+            if tag == FN:
+                key, self_class = value[1], value[2]
+                owner = self.functions.get(key, {}).get("class")
+                if self_class is None and owner is not None:
+                    self_class = (key[0], owner)
+                targets.append((FN, key, self_class))
+            elif tag == CLS:
+                targets.extend(v for v in self.member(value[1], "__init__", value[1]) if v[0] == FN)
+            elif tag == INST:
+                for method in ("__call__", "forward"):
+                    order, _ = self.mro(value[1])
+                    if any(method in self.classes[c]["methods"] for c in order):
+                        targets.extend(v for v in self.member(value[1], method, value[1]) if v[0] == FN)
+        return targets
+
+    def call_result(self, expr: tuple, scope: tuple) -> set:
+        func = self.eval(expr[1], scope)
+        args = expr[2] if len(expr) > 2 else ()
+        kwargs = dict(expr[3]) if len(expr) > 3 else {}
+        out: set = set()
+        for value in func:
+            tag = value[0]
+            if tag == FN:
+                out |= self.returns_of(self.call_targets(frozenset({value})))
+            elif tag == CLS:
+                out.add((INST, value[1]))
+            elif tag == INST:
+                out |= self.returns_of(self.call_targets(frozenset({value})))
+            elif tag == BUILTIN:
+                out |= self._builtin_call(value[1], args, kwargs, scope)
+            elif tag == BOUND:
+                out |= self._container_call(value[1], value[2])
+            elif tag == EXT:
+                out |= self._library_call(value[1], args, scope)
+            elif tag == PEXT:
+                out.add((PEXT, _join(value[1], "()")))
+            elif tag == DYN:
+                out.add((DYN, f"the result of {value[1]}"[:120]))
+        return out
+
+    def _arg(self, args: Sequence, index: int, scope: tuple) -> frozenset:
+        if index >= len(args) or args[index] is None:
+            return _EMPTY
+        arg = args[index]
+        if arg[0] == "star":
+            return frozenset(self.element(self.eval(arg[1], scope)))
+        return self.eval(arg, scope)
+
+    def _builtin_call(self, name: str, args: Sequence, kwargs: dict, scope: tuple) -> set:
+        if name in _SEQ_BUILTINS:
+            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
+        if name == "enumerate":
+            return {(LIST, frozenset({(TUPLE, (_EMPTY, frozenset(self.element(self._arg(args, 0, scope)))))}))}
+        if name == "zip":
+            parts = tuple(frozenset(self.element(self._arg(args, i, scope))) for i in range(len(args)))
+            return {(LIST, frozenset({(TUPLE, parts)}))}
+        if name == "next":
+            return self.element(self._arg(args, 0, scope))
+        if name == "dict":
+            keys: set = set()
+            values: set = set()
+            for value in self._arg(args, 0, scope):
+                if value[0] == DICT:
+                    keys |= value[1]
+                    values |= value[2]
+                for item in (value[1] if value[0] == LIST else ()):
+                    if item[0] == TUPLE and len(item[1]) == 2:
+                        keys |= item[1][0]
+                        values |= item[1][1]
+            for expr in kwargs.values():
+                values |= self.eval(expr, scope)
+            return {(DICT, frozenset(keys), frozenset(values))}
+        if name == "getattr" and len(args) >= 2 and args[1] is not None and args[1][0] == "str":
+            found = self.attr(self._arg(args, 0, scope), args[1][1])
+            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
+        if name == "super":
+            path, qualname, self_class = scope
+            function = self.functions.get((path, qualname or ""))
+            start = None
+            if args:
+                start = next((v[1] for v in self._arg(args, 0, scope) if v[0] == CLS), None)
+            elif function is not None and function["class"]:
+                start = (path, function["class"])
+            return {(SUPER, start, self_class or start)} if start is not None else set()
+        return set()
+
+    def _container_call(self, method: str, container: tuple) -> set:
+        tag = container[0]
+        keys = container[1] if tag == DICT else _EMPTY
+        values = container[2] if tag == DICT else frozenset(self.element(frozenset({container})))
+        if method == "items":
+            return {(LIST, frozenset({(TUPLE, (keys, values))}))}
+        if method == "values":
+            return {(LIST, values)}
+        if method == "keys":
+            return {(LIST, keys)}
+        if method == "copy":
+            return {container}
+        return set(values)
+
+    def _library_call(self, dotted: str, args: Sequence, scope: tuple) -> set:
+        short = dotted.rsplit(".", 1)[-1]
+        if short in ("ModuleList", "ParameterList"):
+            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
+        if short == "Sequential":
+            items: set = set()
+            for index in range(len(args)):
+                items |= self._arg(args, index, scope)
+            return {(LIST, frozenset(items))}
+        if short == "ModuleDict":
+            items = set()
+            for value in self._arg(args, 0, scope):
+                if value[0] == DICT:
+                    items |= value[2]
+            return {(DICT, _EMPTY, frozenset(items))}
+        if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
+            return set(self._arg(args, 0, scope))  # calling a partial calls its function
+        return {(EXT, _join(dotted, "()"))}
+
+
+def _join(base: str, attr: str) -> str:
+    joined = f"{base}{attr}" if attr in ("()", "[]") else f"{base}.{attr}"
+    return joined if len(joined) <= 120 else joined[:117] + "..."

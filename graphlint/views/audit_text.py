@@ -1,0 +1,44 @@
+"""The text view of `graphlint audit`: one table row per reachable function (class, region,
+function, location, findings), the counts per class, the calls the graph could not resolve,
+and the verdict. Rich colours on a terminal, plain text otherwise."""
+from __future__ import annotations
+
+from typing import TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from graphlint.audit import CAPTURABLE, AuditResult
+
+_STYLE = {CAPTURABLE: "green", "eager": "cyan", "host": "dim", "allocates": "yellow", "capture-hygiene": "yellow"}
+
+
+def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> None:
+    console = Console(file=stream, highlight=False, soft_wrap=False, force_terminal=color,
+                      no_color=color is False, width=200 if not stream.isatty() else None)
+    entries = ", ".join(result.entry_points) or "(none)"
+    console.print(f"[bold]entry points:[/] {escape(entries)}")
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("class", "region", "function", "location", "findings"):
+        table.add_column(column, no_wrap=column != "findings", overflow="fold")
+    for row in result.rows:
+        style = _STYLE.get(row.cls, "red")
+        findings = " ".join(f"{rule}x{n}" if n > 1 else rule for rule, n in row.findings.items())
+        location = f"{row.path}:{row.line}" if row.line else row.path
+        table.add_row(f"[{style}]{row.cls}[/]", row.region, escape(row.function), escape(location), findings)
+    console.print(table)
+    counts = result.counts()
+    console.print("[bold]by class:[/] " + ", ".join(f"{name} {count}" for name, count in counts.items()))
+    if result.unresolved:
+        console.print(f"\n[bold]unresolved calls ({len(result.unresolved)}):[/] not followed; the code they reach is not audited")
+        for item in result.unresolved:
+            console.print(f"  {escape(item['caller'])}: [bold]{escape(item['call'])}[/] - {escape(item['reason'])}")
+    blocking = result.blocking()
+    captured = sum(1 for row in result.rows if row.region == "captured")
+    if blocking:
+        console.print(f"\n[bold red]FAIL[/]: {len(blocking)} of {captured} captured functions are not capturable "
+                      f"({len(result.rows)} reachable, {result.files} files)")
+    else:
+        console.print(f"\n[bold green]PASS[/]: all {captured} captured functions are capturable "
+                      f"({len(result.rows)} reachable, {result.files} files)")

@@ -1,0 +1,227 @@
+"""GL5xx as specifications: the seeds' multi-GPU stream bug and its fix (000 "CRITICAL
+MULTI-GPU REQUIREMENT", 001 category 9), cross-GPU copies (001 categories 4 and 8), the
+red scalars of the staged-graphs audit (004), and which regions each kind of rule covers."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphlint.config import Config
+from graphlint.engine import check
+from graphlint.testing import lint_snippet
+
+
+def gl5(code: str) -> list[tuple[str, int]]:
+    return [(f.rule, f.line) for f in lint_snippet(textwrap.dedent(code), prelude=False) if f.rule.startswith("GL5")]
+
+
+# The bug: capture and replay on cuda:1 chosen with set_device, no explicit stream. On GPU 0 it
+# records an empty graph, on GPU 1+ it replays stale capture-time data.
+STREAM_BUG = """
+import torch
+
+def capture_layer(layer, x_buf, out_buf):  # graphlint: host
+    torch.cuda.set_device(1)
+    g = torch.cuda.CUDAGraph()
+    out_buf.copy_(layer(x_buf))
+    with torch.cuda.graph(g):
+        out_buf.copy_(layer(x_buf))
+    return g
+
+def replay_layer(g, x, x_buf):  # graphlint: host
+    torch.cuda.set_device(1)
+    x_buf.copy_(x)
+    g.replay()
+"""
+
+# The fix, as the seed writes it: an explicit stream of the device for capture and replay.
+STREAM_FIX = """
+import torch
+
+def capture(input_buf, output_buf, device):  # graphlint: host
+    # CAPTURE:
+    s = torch.cuda.Stream(device=device)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        output_buf.copy_(input_buf * 2.0)
+    return g, s
+
+def replay(g, s):  # graphlint: host
+    # REPLAY:
+    with torch.cuda.stream(s):
+        g.replay()
+"""
+
+
+def test_the_seeds_stream_bug_is_caught():
+    assert sorted(gl5(STREAM_BUG)) == [("GL501", 8), ("GL503", 15), ("GL504", 5), ("GL504", 13)]
+
+
+def test_the_seeds_fixed_version_passes():
+    assert gl5(STREAM_FIX) == []
+
+
+def test_streams_without_device_in_per_gpu_loops_are_caught():
+    bug = """
+    import torch
+
+    def make_streams(n_layers):  # graphlint: host
+        streams = []
+        for li in range(n_layers):
+            torch.cuda.set_device(li % torch.cuda.device_count())
+            streams.append(torch.cuda.Stream())
+        return streams
+    """
+    fix = """
+    import torch
+
+    def make_streams(layer_devices):  # graphlint: host
+        return [torch.cuda.Stream(device=dev) for dev in layer_devices]
+    """
+    assert gl5(bug) == [("GL502", 8)]
+    assert gl5(fix) == []
+
+
+def test_global_synchronize_between_graphs_and_eager_attention():
+    """Seed 000, "Stream synchronization between graph and eager paths": events, not synchronize."""
+    bug = """
+    import torch
+
+    def decode_layer(li, graphs_a, graphs_b, streams, attention):  # graphlint: host
+        with torch.cuda.stream(streams[li]):
+            graphs_a[li].replay()
+        torch.cuda.synchronize()
+        attention(li)
+        with torch.cuda.stream(streams[li]):
+            graphs_b[li].replay()
+    """
+    fix = """
+    import torch
+
+    def decode_layer(li, graphs_a, graphs_b, streams, attention, events):  # graphlint: host
+        with torch.cuda.stream(streams[li]):
+            graphs_a[li].replay()
+        events[li].record(streams[li])
+        torch.cuda.current_stream().wait_event(events[li])
+        attention(li)
+        streams[li].wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(streams[li]):
+            graphs_b[li].replay()
+    """
+    assert [r for r, _ in gl5(bug)] == ["GL505"]
+    assert gl5(fix) == []
+
+
+def test_synchronize_is_reported_once_gl106_in_the_step_gl505_around_it():
+    code = textwrap.dedent("""
+        import torch
+
+        def step(g):
+            torch.cuda.synchronize()
+            g.replay()
+
+        def driver(g, s):  # graphlint: host
+            with torch.cuda.stream(s):
+                g.replay()
+            torch.cuda.synchronize()
+    """)
+    rules = [(f.rule, f.function) for f in lint_snippet(code, prelude=False) if f.rule in ("GL106", "GL505")]
+    assert rules == [("GL106", "step"), ("GL505", "driver")]
+
+
+def test_orchestration_findings_survive_in_unreached_code(tmp_path: Path):
+    (tmp_path / "serve.py").write_text(textwrap.dedent("""
+        import torch
+
+        def step(x: torch.Tensor, start_pos: int, cache: torch.Tensor):
+            cache[:, start_pos] = x
+            return x * 2
+
+        def capture(x):
+            g = torch.cuda.CUDAGraph()
+            step(x, 0, x)
+            with torch.cuda.graph(g):
+                step(x, 0, x)
+            return g
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, entry_points=("serve:step",)), jobs=1).findings
+    assert [(f.rule, f.function, f.region) for f in findings] == [
+        ("GL508", "step", "captured"), ("GL501", "capture", "unreached")]
+
+
+def test_capture_only_rules_do_not_apply_in_eager_breaks_or_host_code():
+    code = """
+    import torch
+    import random
+
+    def attention(x: torch.Tensor, cache: torch.Tensor, start_pos: int):  # graphlint: eager
+        cache[:, start_pos] = x
+        return x.to("cuda:1") * random.random()
+
+    def sample(logits: torch.Tensor, start_pos: int):  # graphlint: host
+        return logits[:, start_pos].to("cuda:1") * random.random()
+    """
+    assert gl5(code) == []
+
+
+def test_cross_gpu_copies_in_the_layer_loop():
+    """001 categories 4 and 8: X.to(f"cuda:{gpu}") in the layer loop, positions.to(rope_cos.device),
+    token_id.to(x.device); fixed with per-GPU buffers filled outside the graph."""
+    bug = """
+    import torch
+
+    def forward_layers(X: torch.Tensor, layers, layer_gpu, positions: torch.Tensor, rope_cos: torch.Tensor):
+        for li, layer in enumerate(layers):
+            X = X.to(f"cuda:{layer_gpu[li]}")
+            X = layer(X, positions.to(rope_cos.device))
+        return X
+    """
+    fix = """
+    import torch
+
+    def forward_layer(x_in_buf: torch.Tensor, layer, dec_pos_per_gpu, gpu: int):
+        return layer(x_in_buf, dec_pos_per_gpu[gpu])
+    """
+    assert sorted(r for r, _ in gl5(bug)) == ["GL506", "GL507"]
+    assert gl5(fix) == []
+
+
+def test_red_scalars_are_frozen_and_device_positions_are_not():
+    """004's red scalars (pos0, raw_row, n_comp) as a Python start_pos; the graph-safe form keeps
+    the position in a device buffer."""
+    bug = """
+    import torch
+
+    class Attention:
+        def forward(self, x: torch.Tensor, start_pos: int):
+            freqs = self.freqs_cis[start_pos:start_pos + 1]
+            self.kv_cache[:, start_pos % self.window] = x
+            n_comp = (start_pos + 1) // self.ratio
+            self.entries[:, :n_comp].mul_(freqs)
+            return x
+    """
+    fix = """
+    import torch
+
+    class Attention:
+        def forward(self, x: torch.Tensor, pos: torch.Tensor):
+            cos = self.cos.index_select(0, pos)
+            self.kv_cache.view(-1, x.shape[-1]).index_copy_(0, self.row_base + pos % self.window, x)
+            valid = self.slots.unsqueeze(0) < torch.div(pos + 1, self.ratio, rounding_mode="floor").unsqueeze(1)
+            return x * cos, valid
+    """
+    assert [r for r, _ in gl5(bug)] == ["GL508", "GL508", "GL508"]
+    assert gl5(fix) == []
+
+
+def test_host_randomness_and_clocks_in_the_step():
+    code = """
+    import random
+    import time
+    import torch
+
+    def step(x: torch.Tensor):
+        t0 = time.perf_counter()
+        return x * (1.0 if random.random() > 0.5 else 0.0), t0
+    """
+    assert sorted(r for r, _ in gl5(code)) == ["GL509", "GL509"]
