@@ -4,6 +4,19 @@ Token, position and prompt live in device buffers; all caches are static buffers
 maximum context; the step ends by writing the argmax (or the next prompt token, during a
 prefill) back into `tok` and advancing `pos` on the device, so the graph can be replayed N
 times with no host involvement. Host-side bookkeeping (reset, prompts) runs outside the step.
+
+Where this package departs from ../shared/DSV4_SPEC.md:
+- ape, the gate bias and attn_sink are drawn N(0, 0.2), not zero, so the oracle checks their
+  indexing (config.aux_init_std; 0 gives S3's init). See weights.py.
+- Exact ties in the indexer's scores go to the older slot, in both decoders (indexer.py).
+- The prefill override is applied at the end of the step, to the *next* input:
+  tok = where(pos + 1 < prompt_len, prompt[pos + 1], argmax); the spec's form
+  where(pos < prompt_len, prompt[pos], nxt) applied at the start of the next step is the same.
+- FP8/FP4 quantise-dequantise, the indexer's Hadamard rotation and the MTP block are omitted
+  (the spec allows all three). The reference port has no batched-prefill path: it too consumes
+  the prompt one token per call, with a host start_pos.
+- The bench config (config.py) launches about 8,000 kernels per step, not a few hundred: the
+  fixed 20-iteration Sinkhorn alone costs about 120 small kernels per mHC site.
 """
 from __future__ import annotations
 

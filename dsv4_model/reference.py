@@ -25,6 +25,10 @@ It exists for two reasons, and both need it to stay as it is:
    - greedy tokens read back with `.tolist()` each step (`ReferenceDSV4.generate`)
 
 The lint config excludes this file. Do not "fix" it: the tests rely on both roles.
+
+Differences from the official code, all shared with the graph-safe step: one token per call
+(no batched-prefill path; the prompt is fed one position at a time), no FP8/FP4 simulation or
+Hadamard rotation, and exact ties in the indexer's scores broken toward the older slot.
 """
 from __future__ import annotations
 

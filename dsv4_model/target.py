@@ -15,7 +15,12 @@ from .reference import ReferenceTarget
 
 
 class GraphSafeTarget:
-    """Drives `GraphSafeDSV4`. `step()` returns the same (logits, next_tok) tensors every call."""
+    """Drives `GraphSafeDSV4`. `step()` returns the same (logits, next_tok) tensors every call.
+
+    The step advances `pos` on the device; `prepare(i)` only overwrites `tok`, so it assumes
+    i steps have run since `reset()` (the harness's order: reset, then prepare(i); step()).
+    Without prepare() the model feeds itself the prompt, then its own greedy tokens.
+    """
 
     def __init__(self, device, config: str = "tiny", batch: int = 1, seed: int = 0,
                  dtype: str = "bf16", hca_ratio: int | None = None):

@@ -3,6 +3,11 @@
 Both decoders take the same `DSV4Weights` object, so they compute the same function. Every
 tensor is drawn on the CPU from one seeded generator in a fixed order, then moved to the
 device: the weights do not depend on the device, and nothing is downloaded.
+
+Initialisation follows S3 (linears and hc projections N(0, 0.02), norms 1, hc base 0 and
+scale 1), except that ape, the gate bias and attn_sink are N(0, cfg.aux_init_std) instead of
+zero: with zeros, a wrong ape row, a bias leaking into the routing weights or a dropped sink
+would leave the outputs unchanged and the oracle could not see it.
 """
 from __future__ import annotations
 
