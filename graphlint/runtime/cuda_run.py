@@ -299,15 +299,17 @@ class _DeviceRun:
         replay.update(
             mismatched_steps=len(mismatched),
             first_mismatch_step=mismatched[0] if mismatched else None,
-            max_abs_diff=max(diffs) if diffs else 0.0,
-            diff_by_quarter=[max(diffs[k:k + quarter]) for k in range(0, len(diffs), quarter)][:4],
+            max_abs_diff=_finite(max(diffs)) if diffs else 0.0,
+            diff_by_quarter=[_finite(max(diffs[k:k + quarter])) for k in range(0, len(diffs), quarter)][:4],
             stale=stale,
             memory_growth_bytes=growth,
         )
         problems = []
         if mismatched:
+            worst = max(diffs)
+            how = "shapes or dtypes differ" if worst == float("inf") else f"max |diff| {worst:.3g}"
             problems.append(f"replay differs from eager at {len(mismatched)} of {self.steps} steps "
-                            f"(first at step {mismatched[0]}, max |diff| {max(diffs):.3g})")
+                            f"(first at step {mismatched[0]}, {how})")
         if stale:
             problems.append("replay outputs never change although eager outputs do: stale capture-time data")
         if growth > 0:
@@ -372,6 +374,11 @@ class _DeviceRun:
             if h["hazard"] == "other-device":
                 return _cause(h, kind="other-device")
         return None
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no infinity: a shape or dtype mismatch (diff = inf) is reported as None."""
+    return None if value == float("inf") else value
 
 
 def _delta(before: dict, after: dict, key: str) -> int:
