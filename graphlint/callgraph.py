@@ -23,6 +23,12 @@ from graphlint.config import Config, ConfigError
 from graphlint.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, listed, module_name
 
 
+# Tensor methods that nn.Module (and so a linted class) also defines: on a value of unknown
+# type they are far more likely the tensor's.
+_TENSOR_METHODS = frozenset({"to", "float", "half", "double", "bfloat16", "cuda", "cpu", "type", "apply",
+                             "share_memory", "register_hook", "requires_grad_", "zero_", "eval", "train"})
+
+
 class EntryPointError(ConfigError):
     """An entry point that names no linted function (exit code 2 in the CLI)."""
 
@@ -44,11 +50,11 @@ class CallGraph:
 
 def _text(expr: Any) -> str:
     """A call's callee as source-like text, rebuilt from its encoding."""
+    if type(expr) is str:
+        return expr
     if expr is None:
         return "<expression>"
     tag = expr[0]
-    if tag == "n":
-        return expr[1]
     if tag == "a":
         return f"{_text(expr[1])}.{expr[2]}"
     if tag == "c":
@@ -216,7 +222,7 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
     for value in values:
         tag = value[0]
         if tag == PEXT:
-            receiver = value[1][: -len(func_expr[2]) - 1] if func_expr[0] == "a" and value[1].endswith(
+            receiver = value[1][: -len(func_expr[2]) - 1] if type(func_expr) is tuple and func_expr[0] == "a" and value[1].endswith(
                 "." + func_expr[2]) else ""
             if receiver and receiver not in project.pext_roots:
                 # A method of a value derived outside the lint (attn_output.reshape, w.wo_a.view):
@@ -243,7 +249,7 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
                 reasons.append(f"an instance of {value[1][1]}, which defines neither forward nor __call__")
     # Functions passed as arguments are assumed to be called (callbacks, functools.partial).
     for arg in list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]:
-        if arg is not None and arg[0] in ("n", "a"):
+        if type(arg) is str or (type(arg) is tuple and arg[0] == "a"):
             for value in project.eval(arg, scope):
                 if value[0] == FN:
                     targets.extend(project.call_targets(frozenset({value})))
@@ -259,10 +265,10 @@ def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tup
     """Why a call of an unknown value is unresolved, or None when it is most likely a library
     method on an unannotated value (`x.float()` on a tensor parameter): those are not listed
     unless a linted class defines a method of that name."""
-    if func_expr[0] == "a":
+    if type(func_expr) is tuple and func_expr[0] == "a":
         method = func_expr[2]
         defined = project.method_names.get(method)
-        if not defined:
+        if not defined or method in _TENSOR_METHODS:
             return None
         shown = ", ".join(sorted(defined)[:3]) + (", ..." if len(defined) > 3 else "")
         return f"receiver type unknown ({value[1]}); linted classes define `{method}` ({shown})"

@@ -5,9 +5,10 @@ attributes its class assigns to `self` are recorded as small symbolic expression
 and graphlint.callgraph evaluates them once every linted file is known. The facts are cached
 with the file's analysis, so they must stay JSON-serialisable and small.
 
-Expression encoding (first item is the tag):
-  ["n", name]            a name              ["a", E, attr]        an attribute
-  ["c", E, [args], {kw}] a call              ["i", E] / ["s", E]   an index / a slice of E
+Expression encoding (a string is a name; a list's first item is its tag):
+  "name"                 a name              ["a", E, attr]        an attribute
+  ["c", E, [args], {kw}] a call (empty args and kwargs left out)
+  ["i", E] / ["s", E]    an index / a slice of E
   ["ix", E, k]           E[k], k a literal   ["it", E]             an element of iterating E
   ["l", [E..]]           a list/set (or comprehension) of those elements
   ["t", [E..]]           a tuple literal     ["d", [K..], [V..]]  a dict literal or comprehension
@@ -15,7 +16,8 @@ Expression encoding (first item is the tag):
   ["str", s]             a short string literal
   ["ann", T]             a value of annotated type T
   ["?"]                  a value the call graph cannot follow (arithmetic, a literal)
-Annotations: ["ty", dotted, [T..]] (`dict[str, Rope]`), ["tu", [T..]] (`A | B`).
+Annotations: "dotted" (`torch.Tensor`), ["ty", dotted, [T..]] (`dict[str, Rope]`), ["tu", [T..]]
+(`A | B`).
 """
 from __future__ import annotations
 
@@ -40,19 +42,40 @@ def _ann(node: cst.BaseExpression | None, depth: int = 0) -> list | None:
         except (cst.ParserSyntaxError, ValueError):
             return None
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr):
-        return ["tu", [_ann(node.left, depth + 1), _ann(node.right, depth + 1)]]
+        parts = [p for p in (_ann(node.left, depth + 1), _ann(node.right, depth + 1)) if p not in ("None", None)]
+        return parts[0] if len(parts) == 1 else ["tu", parts] if parts else None
     if isinstance(node, cst.Subscript):
         outer = dotted(node.value)
         if outer is None:
             return None
+        if outer in ("Optional", "typing.Optional") and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return _ann(node.slice[0].slice.value, depth + 1)
         args = [_ann(e.slice.value, depth + 1) if isinstance(e.slice, cst.Index) else None for e in node.slice]
         return ["ty", outer, args]
     if isinstance(node, cst.List):
         return ["ty", "[]", [_ann(e.value, depth + 1) for e in node.elements]]
     if isinstance(node, cst.Ellipsis):
-        return ["ty", "...", []]
-    name = dotted(node)
-    return ["ty", name, []] if name is not None else None
+        return "..."
+    return dotted(node)  # a plain name: ["ty", name, []] written short
+
+
+# Calls whose arguments shape the result the call graph follows (containers of modules,
+# iteration helpers, partials); for any other call only name-like arguments are kept.
+_ARG_AWARE = frozenset({
+    "list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "enumerate", "zip", "next", "dict",
+    "getattr", "super", "ModuleList", "ParameterList", "Sequential", "ModuleDict", "partial", "wraps",
+    "lru_cache", "cache",
+})
+
+
+def _ref(node: cst.BaseExpression) -> list | str | None:
+    """`f` or `self.helper` (a possible callback) as an expression; None otherwise."""
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute and type(node.value) in (cst.Name, cst.Attribute):
+        inner = _ref(node.value)
+        return ["a", inner, node.attr.value] if inner is not None else None
+    return None
 
 
 def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
@@ -60,63 +83,88 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
     if node is None or depth > _MAX_DEPTH:
         return None
     d = depth + 1
-    if isinstance(node, cst.Name):
-        return ["n", node.value]
-    if isinstance(node, cst.Attribute):
+    if type(node) is cst.Name:
+        return node.value
+    if type(node) is cst.Attribute:
         inner = _enc(node.value, d)
         return ["a", inner, node.attr.value] if inner is not None else None
-    if isinstance(node, cst.Call):
+    if type(node) is cst.Call:
+        func = _enc(node.func, d)
+        name = node.func.attr.value if type(node.func) is cst.Attribute else (
+            node.func.value if type(node.func) is cst.Name else "")
         args: list = []
         kwargs: dict[str, Any] = {}
-        for arg in node.args:
-            if arg.keyword is not None:
-                kwargs[arg.keyword.value] = _enc(arg.value, d)
-            elif arg.star:
-                args.append(["star", _enc(arg.value, d)])
-            else:
-                args.append(_enc(arg.value, d))
-        # Trailing unknown arguments carry nothing; dropping them keeps the cache small.
-        while args and args[-1] is None:
-            args.pop()
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        return ["c", _enc(node.func, d), args, kwargs]
-    if isinstance(node, cst.Subscript):
+        if name in _ARG_AWARE:
+            for arg in node.args:
+                if arg.keyword is not None:
+                    kwargs[arg.keyword.value] = _enc(arg.value, d)
+                elif arg.star:
+                    args.append(["star", _enc(arg.value, d)])
+                else:
+                    args.append(_enc(arg.value, d))
+            # Trailing unknown arguments carry nothing; dropping them keeps the cache small.
+            while args and args[-1] is None:
+                args.pop()
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        # Other calls' arguments do not shape their result; the call records add the
+        # name-like ones (possible callbacks) themselves.
+        return ["c", func] + ([args, kwargs] if kwargs else [args] if args else [])
+    if type(node) is cst.Subscript:
         inner = _enc(node.value, d)
         if inner is None:
             return None
         if len(node.slice) == 1:
             part = node.slice[0].slice
-            if isinstance(part, cst.Slice):
+            if type(part) is cst.Slice:
                 return ["s", inner]
-            if isinstance(part, cst.Index) and isinstance(part.value, cst.Integer):
+            if type(part) is cst.Index and type(part.value) is cst.Integer:
                 return ["ix", inner, int(part.value.value, 0)]
         return ["i", inner]
-    if isinstance(node, (cst.List, cst.Set)):
+    if type(node) in (cst.List, cst.Set):
         return ["l", [_enc(e.value, d) for e in node.elements]]
-    if isinstance(node, cst.Tuple):
+    if type(node) is cst.Tuple:
         return ["t", [_enc(e.value, d) for e in node.elements]]
-    if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp)):
+    if type(node) in (cst.ListComp, cst.SetComp, cst.GeneratorExp):
         return ["l", [_enc(node.elt, d)]]
-    if isinstance(node, cst.Dict):
-        keys = [_enc(e.key, d) for e in node.elements if isinstance(e, cst.DictElement)]
-        values = [_enc(e.value, d) for e in node.elements if isinstance(e, cst.DictElement)]
+    if type(node) is cst.Dict:
+        keys = [_enc(e.key, d) for e in node.elements if type(e) is cst.DictElement]
+        values = [_enc(e.value, d) for e in node.elements if type(e) is cst.DictElement]
         return ["d", keys, values]
-    if isinstance(node, cst.DictComp):
+    if type(node) is cst.DictComp:
         return ["d", [_enc(node.key, d)], [_enc(node.value, d)]]
-    if isinstance(node, cst.IfExp):
+    if type(node) is cst.IfExp:
         return ["u", [_enc(node.body, d), _enc(node.orelse, d)]]
-    if isinstance(node, cst.BooleanOperation):
+    if type(node) is cst.BooleanOperation:
         return ["u", [_enc(node.left, d), _enc(node.right, d)]]
-    if isinstance(node, cst.SimpleString) and len(node.value) <= 66:
+    if type(node) is cst.SimpleString and len(node.value) <= 66:
         try:
             return ["str", node.evaluated_value]
         except (ValueError, SyntaxError):
             return None
-    if isinstance(node, cst.NamedExpr):
+    if type(node) is cst.NamedExpr:
         return _enc(node.value, depth)
-    if isinstance(node, cst.Await):
+    if type(node) is cst.Await:
         return _enc(node.expression, depth)
     return None
+
+
+# Tensor, container and string methods: recording their calls would cost the cache most of
+# its size and resolve nothing (the graph follows the receiver's own calls, recorded apart).
+_LIBRARY_METHODS = frozenset({
+    "view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten", "unflatten",
+    "expand", "expand_as", "repeat", "size", "dim", "numel", "float", "half", "bfloat16", "double", "long",
+    "int", "bool", "to", "type_as", "view_as", "reshape_as", "chunk", "split", "narrow", "select",
+    "index_select", "gather", "scatter", "scatter_", "scatter_add_", "masked_fill", "masked_fill_", "fill_",
+    "zero_", "copy_", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "pow", "sqrt", "rsqrt", "exp",
+    "log", "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "sigmoid",
+    "tanh", "relu", "abs", "neg", "clamp", "clamp_", "norm", "matmul", "bmm", "mm", "t", "clone", "detach",
+    "item", "tolist", "cpu", "cuda", "numpy", "any", "all", "eq", "ne", "lt", "le", "gt", "ge", "topk", "sort",
+    "cumsum", "tril", "triu", "masked_select", "nonzero", "new_zeros", "new_ones", "new_empty", "new_full",
+    "is_contiguous", "stride", "data_ptr", "element_size", "index_copy_", "index_add_", "index_fill_", "roll",
+    "flip", "repeat_interleave", "square", "einsum", "append", "extend", "items", "keys", "values", "join",
+    "format", "strip", "startswith", "endswith", "replace", "lower", "upper",
+})
+_LEAVES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis})
 
 
 class _FunctionWalker:
@@ -147,37 +195,152 @@ class _FunctionWalker:
               and target.value.value == self.self_name and self.self_name is not None and value != ["?"]):
             self.record_attr(target.attr.value, value)
 
-    def walk(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+    # The walk names the fields it enters: libcst's generic `.children` rebuilds every node
+    # through a visitor, which costs more than everything else here together.
+    def block(self, suite: cst.BaseSuite | None) -> None:
+        if suite is None:
+            return
+        for stmt in suite.body:
+            self.statement(stmt)
+
+    def statement(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind is cst.SimpleStatementLine:
+            for small in node.body:
+                self.small(small)
+        elif kind is cst.If:
+            self.expr(node.test)
+            self.block(node.body)
+            if node.orelse is not None:
+                self.statement(node.orelse) if type(node.orelse) is cst.If else self.block(node.orelse.body)
+        elif kind is cst.For:
+            self.expr(node.iter)
+            self.bind(node.target, ["it", _enc(node.iter)])
+            self.block(node.body)
+            if node.orelse is not None:
+                self.block(node.orelse.body)
+        elif kind is cst.While:
+            self.expr(node.test)
+            self.block(node.body)
+            if node.orelse is not None:
+                self.block(node.orelse.body)
+        elif kind is cst.With:
+            for item in node.items:
+                self.expr(item.item)
+                if item.asname is not None:
+                    self.bind(item.asname.name, ["enter", _enc(item.item)])
+            self.block(node.body)
+        elif kind in (cst.Try, cst.TryStar):
+            self.block(node.body)
+            for handler in node.handlers:
+                self.block(handler.body)
+            for extra in (node.orelse, node.finalbody):
+                if extra is not None:
+                    self.block(extra.body)
+        elif kind in (cst.FunctionDef, cst.ClassDef):
             return  # nested definitions are functions of their own
-        if isinstance(node, cst.Assign):
+        elif isinstance(node, cst.BaseCompoundStatement) or kind is cst.SimpleStatementSuite:
+            for child in node.children:  # match statements and the rare rest
+                self.statement(child) if isinstance(child, (cst.BaseStatement, cst.BaseSuite)) else self.expr(child)
+        elif isinstance(node, cst.BaseSuite):
+            self.block(node)
+
+    def small(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        if kind is cst.Assign:
+            self.expr(node.value)
             value = _enc(node.value)
             for target in node.targets:
                 self.bind(target.target, value)
-        elif isinstance(node, cst.AnnAssign):
-            value = ["ann", _ann(node.annotation.annotation)]
-            self.bind(node.target, value)
+        elif kind is cst.AnnAssign:
+            self.bind(node.target, ["ann", _ann(node.annotation.annotation)])
             if node.value is not None:
+                self.expr(node.value)
                 self.bind(node.target, _enc(node.value))
-        elif isinstance(node, (cst.For, cst.CompFor)):
-            self.bind(node.target, ["it", _enc(node.iter)])
-        elif isinstance(node, cst.NamedExpr):
-            self.bind(node.target, _enc(node.value))
-        elif isinstance(node, cst.WithItem) and node.asname is not None:
-            self.bind(node.asname.name, ["enter", _enc(node.item)])
-        elif isinstance(node, cst.Return) and node.value is not None and len(self.returns) < _MAX_RETURNS:
-            encoded = _enc(node.value)
-            if encoded is not None:
-                self.returns.append(encoded)
-        elif isinstance(node, cst.Call):
-            self._call(node)
-        for child in node.children:
-            self.walk(child)
+        elif kind is cst.Return:
+            if node.value is not None:
+                self.expr(node.value)
+                encoded = _enc(node.value)
+                if encoded is not None and len(self.returns) < _MAX_RETURNS:
+                    self.returns.append(encoded)
+        elif kind in (cst.Expr, cst.AugAssign):
+            self.expr(node.value)
+        elif kind is cst.Assert:
+            self.expr(node.test)
+            self.expr(node.msg)
+        elif kind is cst.Raise:
+            self.expr(node.exc)
+
+    def expr(self, node: cst.CSTNode | None) -> None:
+        """Record the calls (and walrus / comprehension bindings) inside an expression."""
+        stack = [node]
+        while stack:
+            node = stack.pop()
+            if node is None:
+                continue
+            kind = type(node)
+            if kind is cst.Call:
+                self._call(node)
+                stack.append(node.func)
+                stack.extend(arg.value for arg in node.args)
+            elif kind is cst.Name or kind in _LEAVES:
+                continue
+            elif kind is cst.Attribute:
+                stack.append(node.value)
+            elif kind is cst.Subscript:
+                stack.append(node.value)
+                for element in node.slice:
+                    part = element.slice
+                    stack.extend((part.value,) if type(part) is cst.Index else (part.lower, part.upper, part.step))
+            elif kind is cst.BinaryOperation or kind is cst.BooleanOperation:
+                stack.extend((node.left, node.right))
+            elif kind is cst.UnaryOperation:
+                stack.append(node.expression)
+            elif kind is cst.Comparison:
+                stack.append(node.left)
+                stack.extend(c.comparator for c in node.comparisons)
+            elif kind is cst.IfExp:
+                stack.extend((node.test, node.body, node.orelse))
+            elif kind in (cst.Tuple, cst.List, cst.Set):
+                stack.extend(e.value for e in node.elements)
+            elif kind is cst.Dict:
+                for element in node.elements:
+                    stack.extend((element.key, element.value) if type(element) is cst.DictElement else (element.value,))
+            elif kind in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
+                stack.extend((node.key, node.value) if kind is cst.DictComp else (node.elt,))
+                comp = node.for_in
+                while comp is not None:
+                    self.bind(comp.target, ["it", _enc(comp.iter)])
+                    stack.append(comp.iter)
+                    stack.extend(condition.test for condition in comp.ifs)
+                    comp = comp.inner_for_in
+            elif kind is cst.NamedExpr:
+                self.bind(node.target, _enc(node.value))
+                stack.append(node.value)
+            elif kind is cst.Lambda:
+                stack.append(node.body)
+            elif kind is cst.Await or kind is cst.StarredElement:
+                stack.append(node.expression if kind is cst.Await else node.value)
+            elif kind is cst.FormattedString:
+                stack.extend(p.expression for p in node.parts if type(p) is cst.FormattedStringExpression)
+            elif kind in (cst.Yield,):
+                stack.append(node.value if not isinstance(node.value, cst.From) else node.value.item)
+            else:
+                stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
 
     def _call(self, node: cst.Call) -> None:
+        func = node.func
+        if (type(func) is cst.Attribute and func.attr.value in _LIBRARY_METHODS
+                and not (type(func.value) is cst.Name and func.value.value == self.self_name)):
+            return  # x.view(...), d.items(): a tensor's or a container's, never followed
         encoded = _enc(node)
         if encoded is None or encoded[1] is None:
             return
+        if len(encoded) == 2:
+            # Functions passed by name may be called (callbacks): keep name-like arguments.
+            refs = [ref for ref in (_ref(a.value) for a in node.args) if ref is not None]
+            if refs:
+                encoded.append(refs)
         key = repr(encoded)
         if key not in self._seen_calls:
             self._seen_calls.add(key)
@@ -220,8 +383,27 @@ def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     return suite.body if isinstance(suite, cst.IndentedBlock) else ()
 
 
+def _is_constant(expr: Any) -> bool:
+    """A value the graph learns nothing from (flags, strings, lists of names of things)."""
+    if expr is None or expr in ("True", "False", "None") or expr == ["?"]:
+        return True
+    if type(expr) is list and expr[:1] == ["str"]:
+        return True
+    if type(expr) is list and expr[:1] in (["l"], ["t"]):
+        return all(_is_constant(e) for e in expr[1])
+    return False
+
+
+def _add_attr(info: dict[str, Any], attr: str, method: str | None, value: Any) -> None:
+    if _is_constant(value):
+        return
+    slot = info["attrs"].setdefault(attr, [])
+    if len(slot) < _MAX_PER_NAME and [method, value] not in slot:
+        slot.append([method, value])
+
+
 def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
-    """Every class (nested ones too) by qualified name: bases, methods, class-level attributes."""
+    """Every class (nested ones too) by qualified name: bases, method names, class-level attributes."""
     found: dict[str, dict[str, Any]] = {}
 
     def walk(body: Sequence[cst.CSTNode], prefix: str) -> None:
@@ -229,20 +411,18 @@ def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
             if isinstance(stmt, cst.ClassDef):
                 qualname = prefix + stmt.name.value
                 info: dict[str, Any] = {"bases": [_enc(b.value) for b in stmt.bases if b.keyword is None],
-                                        "methods": {}, "attrs": {}}
+                                        "methods": [], "attrs": {}}
                 for item in _suite(stmt.body):
                     if isinstance(item, cst.FunctionDef):
-                        info["methods"][item.name.value] = _decorators(item)
+                        info["methods"].append(item.name.value)
                     elif isinstance(item, cst.SimpleStatementLine):
                         for small in item.body:
                             if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                                info["attrs"].setdefault(small.target.value, []).append(
-                                    [None, ["ann", _ann(small.annotation.annotation)]])
+                                _add_attr(info, small.target.value, None, ["ann", _ann(small.annotation.annotation)])
                             elif isinstance(small, cst.Assign):
                                 for target in small.targets:
                                     if isinstance(target.target, cst.Name):
-                                        info["attrs"].setdefault(target.target.value, []).append(
-                                            [None, _enc(small.value)])
+                                        _add_attr(info, target.target.value, None, _enc(small.value))
                 found[qualname] = info
                 walk(_suite(stmt.body), qualname + ".")
             elif isinstance(stmt, cst.FunctionDef):
@@ -307,16 +487,17 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
         if owner is not None and "staticmethod" not in decorators and params and not params[0][0].startswith("*"):
             self_name = params[0][0]
 
-        def record_attr(attr: str, value: list | None, _owner=owner, _qualname=qualname) -> None:
-            if _owner is not None and value is not None:
-                slot = classes[_owner]["attrs"].setdefault(attr, [])
-                if len(slot) < _MAX_PER_NAME:
-                    slot.append([_qualname, value])
+        plain = {name for name, ann in params if ann is None}
+
+        def record_attr(attr: str, value: list | None, _owner=owner, _qualname=qualname, _plain=plain) -> None:
+            # `self.hidden_size = hidden_size` of an unannotated parameter tells the graph nothing.
+            if _owner is not None and not (type(value) is str and value in _plain):
+                _add_attr(classes[_owner], attr, _qualname, value)
 
         walker = _FunctionWalker(self_name, record_attr)
-        for stmt in _suite(node.body) or getattr(node.body, "body", ()):
-            walker.walk(stmt)
-        entry: dict[str, Any] = {"params": params, "calls": walker.calls}
+        walker.block(node.body)
+        entry: dict[str, Any] = {"params": [name if ann is None else [name, ann] for name, ann in params],
+                                 "calls": walker.calls}
         if owner is not None:
             entry["class"] = owner
         if decorators:
@@ -328,9 +509,95 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
         if walker.returns:
             entry["returns"] = walker.returns
         out_functions[qualname] = entry
+    _drop_unused_locals(out_functions, classes)
     return {
         "imports": {**imports.aliases, **imports.relative},
         "classes": classes,
         "functions": out_functions,
         "globals": _module_globals(module),
     }
+
+
+def _roots(expr: Any, out: set[str]) -> None:
+    """The names an expression looks up."""
+    if type(expr) is str:
+        out.add(expr)
+        return
+    if type(expr) is not list or not expr:
+        return
+    tag = expr[0]
+    if tag in ("a", "i", "s", "ix", "it", "enter", "star"):
+        _roots(expr[1], out)
+    elif tag == "c":
+        _roots(expr[1], out)
+        for arg in expr[2] if len(expr) > 2 else ():
+            _roots(arg, out)
+        for arg in (expr[3] if len(expr) > 3 else {}).values():
+            _roots(arg, out)
+    elif tag in ("l", "t", "u"):
+        for item in expr[1]:
+            _roots(item, out)
+    elif tag == "d":
+        for item in expr[1] + expr[2]:
+            _roots(item, out)
+
+
+def _is_reference(expr: Any) -> bool:
+    return type(expr) is str or (type(expr) is list and expr[:1] == ["a"]) or (
+        type(expr) is list and expr[:1] == ["c"] and type(expr[1]) in (str, list) and _text_name(expr[1]) == "partial")
+
+
+def _text_name(expr: Any) -> str:
+    return expr if type(expr) is str else expr[2] if type(expr) is list and expr[:1] == ["a"] else ""
+
+
+def _drop_plain_arguments(function: dict[str, Any]) -> None:
+    """A call's name-like arguments stay only when they may hold a function: not a parameter
+    (a callback through a parameter cannot be resolved anyway), not a local bound only to
+    computed values."""
+    params = {p if type(p) is str else p[0] for p in function["params"]}
+    env = function.get("env", {})
+    for call in function["calls"]:
+        if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
+            kept = [arg for arg in call[2] if not (type(arg) is str and (
+                arg in params or (arg in env and not any(_is_reference(e) for e in env[arg]))))]
+            if kept:
+                call[2] = kept
+            else:
+                call.pop()
+
+
+def _arg_aware(func: Any) -> bool:
+    return _text_name(func) in _ARG_AWARE
+
+
+def _drop_unused_locals(functions: dict[str, dict[str, Any]], classes: dict[str, dict[str, Any]]) -> None:
+    """Keep a local's assignments only when some call, return or attribute of the file can
+    look the name up (directly or through another kept local): most locals of a forward are
+    tensors nobody calls a method of through the graph."""
+    needed: set[str] = set()
+    for function in functions.values():
+        _drop_plain_arguments(function)
+        for expr in function["calls"] + function.get("returns", []):
+            _roots(expr, needed)
+    for info in classes.values():
+        for values in info["attrs"].values():
+            for _, expr in values:
+                _roots(expr, needed)
+    pending = set(needed)
+    while pending:
+        name = pending.pop()
+        for function in functions.values():
+            for expr in function.get("env", {}).get(name, ()):
+                found: set[str] = set()
+                _roots(expr, found)
+                pending |= found - needed
+                needed |= found
+    for function in functions.values():
+        env = function.get("env")
+        if env:
+            kept = {name: values for name, values in env.items() if name in needed}
+            if kept:
+                function["env"] = kept
+            else:
+                del function["env"]

@@ -94,14 +94,14 @@ class Project:
             for qualname, data in facts.get("classes", {}).items():
                 self.classes[(path, qualname)] = {
                     "bases": _freeze(data.get("bases", [])),
-                    "methods": data.get("methods", {}),
+                    "methods": frozenset(data.get("methods", ())),
                     "attrs": {k: _freeze(v) for k, v in data.get("attrs", {}).items()},
                 }
                 for method in data.get("methods", {}):
                     self.method_names.setdefault(method, []).append(f"{qualname}.{method}")
             for qualname, data in facts.get("functions", {}).items():
                 self.functions[(path, qualname)] = {
-                    "params": [(name, _freeze(ann)) for name, ann in data.get("params", [])],
+                    "params": [(p, None) if type(p) is str else (p[0], _freeze(p[1])) for p in data.get("params", [])],
                     "class": data.get("class"),
                     "decorators": data.get("decorators", []),
                     "env": {k: _freeze(v) for k, v in data.get("env", {}).items()},
@@ -135,10 +135,10 @@ class Project:
         self._memo[key] = result
         return result
 
-    def _eval(self, expr: tuple, scope: tuple) -> Iterable[tuple]:
+    def _eval(self, expr: tuple | str, scope: tuple) -> Iterable[tuple]:
+        if type(expr) is str:
+            return self.name(expr, scope)
         tag = expr[0]
-        if tag == "n":
-            return self.name(expr[1], scope)
         if tag == "a":
             return self.attr(self.eval(expr[1], scope), expr[2])
         if tag == "c":
@@ -176,7 +176,7 @@ class Project:
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:
         out: set = set()
         for item in items:
-            if item is not None and item[0] == "star":
+            if type(item) is tuple and item[0] == "star":
                 out |= self.element(self.eval(item[1], scope))
             else:
                 out |= self.eval(item, scope)
@@ -275,12 +275,15 @@ class Project:
     def annotation(self, ann: Any, scope: tuple) -> set:
         if not ann:
             return set()
-        if ann[0] == "tu":
+        if type(ann) is str:
+            name, args = ann, ()
+        elif ann[0] == "tu":
             out: set = set()
             for part in ann[1]:
                 out |= self.annotation(part, scope)
             return out
-        _, name, args = ann
+        else:
+            _, name, args = ann
         short = name.rsplit(".", 1)[-1]
         if name in ("None", "...", "[]"):
             return set()
@@ -292,7 +295,7 @@ class Project:
                 out |= self.annotation(part, scope)
             return out
         if short in ("tuple", "Tuple"):
-            if len(args) == 2 and args[1] == ("ty", "...", ()):
+            if len(args) == 2 and args[1] == "...":
                 return {(LIST, frozenset(self.annotation(args[0], scope)))}
             return {(TUPLE, tuple(frozenset(self.annotation(a, scope)) for a in args))}
         if short in _LIST_TYPES:
@@ -346,12 +349,10 @@ class Project:
         if after is not None:
             order = order[order.index(after) + 1:] if after in order else []
         for owner in order:
-            decorators = self.classes[owner]["methods"].get(attr)
-            if decorators is None:
-                continue
             key = (owner[0], f"{owner[1]}.{attr}")
-            if key not in self.functions:
+            if attr not in self.classes[owner]["methods"] or key not in self.functions:
                 continue
+            decorators = self.functions[key]["decorators"]
             if "property" in decorators or "cached_property" in decorators:
                 return self.returns_of({(FN, key, self_class or owner)}) if instance else set()
             if "staticmethod" in decorators:
@@ -511,7 +512,7 @@ class Project:
         if index >= len(args) or args[index] is None:
             return _EMPTY
         arg = args[index]
-        if arg[0] == "star":
+        if type(arg) is tuple and arg[0] == "star":
             return frozenset(self.element(self.eval(arg[1], scope)))
         return self.eval(arg, scope)
 
@@ -539,7 +540,7 @@ class Project:
             for expr in kwargs.values():
                 values |= self.eval(expr, scope)
             return {(DICT, frozenset(keys), frozenset(values))}
-        if name == "getattr" and len(args) >= 2 and args[1] is not None and args[1][0] == "str":
+        if name == "getattr" and len(args) >= 2 and type(args[1]) is tuple and args[1][0] == "str":
             found = self.attr(self._arg(args, 0, scope), args[1][1])
             return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
         if name == "super":
