@@ -58,7 +58,7 @@ class _Orchestration:
         self.graph_names: set[str] = set()  # locals or attributes that hold a CUDAGraph
         params = function.params
         for param in list(params.params) + list(params.kwonly_params) + list(params.posonly_params):
-            if param.name.value in _MULTI_DEVICE_NAMES:
+            if param.name.value in _MULTI_DEVICE_NAMES or "gpu" in param.name.value.lower():
                 self.multi_device = True
             if param.annotation is not None and (dotted(param.annotation.annotation) or "").endswith("CUDAGraph"):
                 self.graph_names.add(param.name.value)
@@ -76,7 +76,7 @@ class _Orchestration:
                 match = _CUDA_INDEX.search(text)
                 if match and (match.group(1) == "{" or int(match.group(1)) > 0):
                     self.multi_device = True
-            elif isinstance(node, cst.Name) and node.value in _MULTI_DEVICE_NAMES:
+            elif isinstance(node, cst.Name) and (node.value in _MULTI_DEVICE_NAMES or "gpu" in node.value.lower()):
                 self.multi_device = True
 
     def _call(self, node: cst.Call, ctx: Context) -> None:
@@ -183,9 +183,10 @@ class GraphWithoutStream(Rule):
 
 
 class StreamWithoutDevice(Rule):
-    """Flags `torch.cuda.Stream()` without `device=` in code that handles several devices
-    (it names `cuda:1`, `cuda:{i}`, `torch.device("cuda", i)`, calls `set_device` or
-    `device_count`, or takes `devices` / `gpus` / `world_size`).
+    """Flags `torch.cuda.Stream()` without `device=` in code that handles several devices.
+
+    Multi-device code names `cuda:1`, `cuda:{i}` or `torch.device("cuda", i)`, calls
+    `set_device` or `device_count`, or uses `devices`, `world_size` or a name with `gpu`.
 
     ## Why it breaks a CUDA graph
     A stream belongs to the device that is current when it is created. In multi-device code
@@ -366,8 +367,10 @@ class SynchronizeAroundReplay(Rule):
 
 
 class CaptureWithoutWarmup(Rule):
-    """Flags a `torch.cuda.graph(...)` block whose callables were not run before it in the
-    same function (no warm-up call, no warm-up loop).
+    """Flags a `torch.cuda.graph(...)` capture with no warm-up run of the step before it.
+
+    The callables called inside the block must have been called earlier in the same function
+    (a warm-up call or loop), or a function whose name contains `warm`.
 
     ## Why it breaks a CUDA graph
     The first run of a step initialises what must not happen during capture: cuBLAS and
@@ -461,7 +464,8 @@ def _device_of_other(node: cst.BaseExpression, recv: cst.BaseExpression | None) 
 
 
 class CrossDeviceCopy(Rule):
-    """Flags copies to an explicitly named device inside the captured region:
+    """Flags copies to an explicitly named device inside the captured region.
+
     `.to("cuda:1")`, `.to(f"cuda:{gpu}")`, `.to(torch.device("cuda", i))`, `.cuda(i)`.
 
     ## Why it breaks a CUDA graph
@@ -505,13 +509,17 @@ class CrossDeviceCopy(Rule):
             target = args[0]
         if target is None:
             return
-        if method == "cuda" or _explicit_other_device(target, ctx):
+        # `.cuda(i)` of a known device tensor; any other object's `cuda` method is its own.
+        if (method == "cuda" and ctx.value(recv).kind == DEVICE) or (method == "to" and _explicit_other_device(target, ctx)):
             ctx.report(self, node)
 
 
 class FollowDeviceCopy(Rule):
-    """Flags `.to(other.device)` / `.to(device=other.device)` of a device tensor inside the
-    captured region.
+    """Flags `.to(other.device)` of a device tensor in multi-device code inside the captured region.
+
+    Also `.to(device=other.device)`, where `other` is another tensor than the one moved. Only
+    in functions that handle several devices (the evidence GL502 uses, or a name with `gpu`):
+    on one GPU the copy is a no-op, and transformers-style code is full of it.
 
     ## Why it breaks a CUDA graph
     On one GPU it is a no-op; as soon as the model is split across devices it is a peer copy
@@ -535,10 +543,11 @@ class FollowDeviceCopy(Rule):
     VALID = [
         "def step(x: torch.Tensor):\n    return x.to(x.device)\n",
         "def step(x: torch.Tensor, y: torch.Tensor):\n    return x.to(y.dtype)\n",
+        "def reorder(self, keys: torch.Tensor, beam_idx: torch.Tensor):\n    return keys.index_select(0, beam_idx.to(keys.device))\n",
     ]
     INVALID = [
-        "def rope(positions: torch.Tensor, rope_cos: torch.Tensor):\n    return positions.to(rope_cos.device)\n",
-        "def moe(token_id: torch.Tensor, x: torch.Tensor):\n    return token_id.to(device=x.device)\n",
+        "def rope(positions: torch.Tensor, rope_cos: torch.Tensor, gpu: int):\n    return positions.to(rope_cos.device)\n",
+        "def moe(token_id: torch.Tensor, x: torch.Tensor, devices: list):\n    return token_id.to(device=x.device)\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
@@ -550,12 +559,15 @@ class FollowDeviceCopy(Rule):
         if target is None and args:
             target = args[0]
         if target is not None and _device_of_other(target, recv):
-            ctx.report(self, node)
+            facts = _orchestration(ctx)
+            if facts is not None and facts.multi_device:
+                ctx.report(self, node)
 
 
 class FrozenScalar(Rule):
-    """Flags per-step Python scalars used as kernel arguments inside the captured region:
-    indices and slice bounds of device tensors (`cache[:, start_pos % W] = kv`,
+    """Flags per-step Python scalars used as kernel arguments inside the captured region.
+
+    Indices and slice bounds of device tensors (`cache[:, start_pos % W] = kv`,
     `freqs[start_pos:start_pos + 1]`) and scalar arguments of tensor operations
     (`buf.fill_(pos)`, `x.topk(min(K, (start_pos + 1) // 4))`, `torch.arange(n)`).
 
@@ -716,8 +728,9 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
 
 
 class HostRandomOrClock(Rule):
-    """Flags Python randomness (`random.*`, `numpy.random.*`) and wall-clock reads
-    (`time.time`, `time.perf_counter`, `datetime.now`) inside the captured region.
+    """Flags Python randomness and wall-clock reads inside the captured region.
+
+    `random.*`, `numpy.random.*`, `time.time`, `time.perf_counter`, `datetime.now`.
 
     ## Why it breaks a CUDA graph
     The host value is computed once, at capture, and baked into the kernels as a constant:
