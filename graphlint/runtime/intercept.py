@@ -15,6 +15,7 @@ Two modes:
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import importlib
 import sys
@@ -183,9 +184,12 @@ class Interceptor:
         self.last: StepTrace | None = None  # the latest step's trace, kept when the step raised
         self.py_call: str | None = None  # the flagged Python-level call running now
         self.py_event = False  # that call produced an event: ops inside it are not flagged again
-        self.current_op: tuple | None = None  # (packet, args) of the aten op running now
+        self.current_op: tuple | None = None  # on_op's entry for the aten op running now
         self.in_handler = False
-        self.raised_in: tuple | None = None  # (python call, aten op, args) of the last op that raised
+        self.raised_in: tuple | None = None  # (python call, on_op entry) of the last op that raised
+        # on_op entries (packet, args, site, fired rule, name) of the latest ops, for naming a sync
+        # warning after the fact
+        self.recent: collections.deque = collections.deque(maxlen=16)
         # A context manager factory entered around each traced step only (CUDA: sync debug mode,
         # so that prepare() and reset() are not checked).
         self.arm: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
@@ -206,6 +210,7 @@ class Interceptor:
         finally:
             self.rec = None
             self.py_call, self.py_event, self.current_op = None, False, None
+            self.recent.clear()
             self._finish(rec, out)
         return out, rec
 
@@ -224,8 +229,8 @@ class Interceptor:
         rec.lifted.clear()
 
     # ----------------------------------------------------------------- events
-    def emit(self, kind: str, op: str, detail: str, frame=None) -> dict:
-        stack = sources.user_stack(frame)
+    def emit(self, kind: str, op: str, detail: str, frame=None, stack: list | None = None) -> dict:
+        stack = sources.user_stack(frame) if stack is None else stack
         top = stack[-1] if stack else {"path": "?", "line": 0, "function": "?"}
         event = {
             "op": op, "kind": kind, "path": top["path"], "line": top["line"], "function": top["function"],
@@ -238,28 +243,30 @@ class Interceptor:
         return event
 
     def on_sync_warning(self, message: str, frame=None) -> None:
-        """Called by the CUDA runner's warning hook for "called a synchronizing CUDA operation"."""
-        kind, op = "sync", "unknown"
-        if self.current_op is not None:
-            op, args = self.current_op
-            kind = _classify_warning(op, args)
-        if self.py_call is not None:
-            rule = catalog.PY_RULES_BY_NAME.get(self.py_call)
-            if rule is not None and op not in _COPY_OPS:
-                kind = rule.kind
-            op = self.py_call
-        self.emit(kind, op, f"sync debug mode: {message.split('(Triggered')[0].strip()}", frame)
+        """Called by the CUDA runner's warning hook for "called a synchronizing CUDA operation".
+
+        torch turns the C++ warning into a Python one when the outermost tensor call returns, so
+        the op that synced is usually finished by then: it is looked up among the recent ops run
+        from the same user line, preferring one the catalog knows.
+        """
+        stack = sources.user_stack(frame)
+        where = (stack[-1]["path"], stack[-1]["line"]) if stack else None
+        picked = self.current_op
+        if picked is None:
+            same_line = [r for r in self.recent if _site_at(r[2], where)]
+            known = [r for r in same_line if r[3] is not None or r[0] in _COPY_OPS]
+            picked = (known or same_line or [None])[-1]
+        kind, op, reason = _name_sync(self.py_call, picked)
+        detail = f"sync debug mode: {message.split('(Triggered')[0].strip()}" + (f"; {reason}" if reason else "")
+        self.emit(kind, op, detail, stack=stack)
 
     def error_event(self, stopped: dict) -> dict:
         """The event for torch's sync debug "error" mode, which raises inside the op (CUDA)."""
-        py_call, packet, args = self.raised_in or (None, None, None)
-        kind = _classify_warning(packet, args) if packet else "sync"
-        rule = catalog.PY_RULES_BY_NAME.get(py_call) if py_call else None
-        if rule is not None and packet not in _COPY_OPS:
-            kind = rule.kind
+        py_call, entry = self.raised_in or (None, None)
+        kind, op, _reason = _name_sync(py_call, entry)
         stack = stopped.get("stack") or []
         top = stack[-1] if stack else {"path": "?", "line": 0, "function": "?"}
-        return {"op": py_call or packet or "unknown", "kind": kind, **top, "stack": stack,
+        return {"op": op, "kind": kind, **top, "stack": stack,
                 "detail": "sync debug mode (error): called a synchronizing CUDA operation",
                 "step": stopped.get("step")}
 
@@ -396,12 +403,14 @@ class Interceptor:
                     if self.emulate and not self.py_event:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)
                     break
+        entry = (packet, args, site, fired, f"{packet}.{overload}")
+        self.recent.append(entry)
         previous = self.current_op
-        self.current_op = (packet, args)
+        self.current_op = entry
         try:
             out = func(*args, **kwargs)
         except BaseException:
-            self.raised_in = (self.py_call, packet, args)
+            self.raised_in = (self.py_call, entry)
             raise
         finally:
             self.current_op = previous
@@ -470,6 +479,30 @@ class Interceptor:
 
 
 _COPY_OPS = frozenset({"aten.copy_", "aten._to_copy", "aten._copy_from", "aten.to"})
+
+
+def _site_at(site: tuple, where: tuple | None) -> bool:
+    if where is None or site[0] is None:
+        return False
+    found = sources.site_dict(site)
+    return (found["path"], found["line"]) == where
+
+
+def _name_sync(py_call: str | None, entry: tuple | None) -> tuple[str, str, str]:
+    """(kind, op, reason) of a sync seen on CUDA, from the Python call and the aten op
+    (`on_op`'s entry) it happened in: the Python-level name wins, copies are named by direction."""
+    kind, op, reason = "sync", "unknown", ""
+    packet = None
+    if entry is not None:
+        packet, args, _site, rule, op = entry
+        kind = rule.kind if rule is not None and packet not in _COPY_OPS else _classify_warning(packet, args)
+        reason = rule.reason if rule is not None else ""
+    if py_call is not None:
+        rule = catalog.PY_RULES_BY_NAME.get(py_call)
+        if rule is not None and packet not in _COPY_OPS:
+            kind, reason = rule.kind, rule.reason
+        op = py_call
+    return kind, op, reason
 
 
 def _classify_warning(packet: str, args) -> str:

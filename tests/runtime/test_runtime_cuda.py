@@ -90,7 +90,7 @@ def test_rebound_input_replays_stale_data(runs):
     runtime = runs("stale_input")
     assert _capture(runtime)["status"] == "captured"
     replay = _replay(runtime)
-    assert replay["verdict"] == "fail" and replay["stale"] is True
+    assert replay["verdict"] == "fail" and replay["mismatched_steps"] > 0
     assert any(h["hazard"] == "stale-input" for h in runtime["replay"]["hazards"])
 
 
@@ -102,10 +102,12 @@ def test_host_work_gives_an_empty_graph(runs):
     assert _replay(runtime)["verdict"] == "fail"
 
 
-def test_work_on_a_side_stream_gives_an_empty_graph(runs):
+def test_work_on_a_side_stream_fails_the_capture(runs):
+    # Seen on an H200: not an empty graph but a failed capture (the side stream's work is not
+    # allowed while the capture stream captures in "global" mode).
     runtime = runs("other_device", "make_side_stream")
     capture = _capture(runtime)
-    assert capture["status"] == "empty", capture
+    assert capture["verdict"] == "fail" and capture["status"] in ("failed", "empty"), capture
     assert runtime["verdict"] == "fail"
 
 

@@ -126,3 +126,20 @@ def test_work_on_another_device_is_recorded():
     meta = torch.zeros(4, device="meta")
     _, trace = Interceptor(torch.device("cpu"), emulate=True).run_step(lambda: meta * 2, 0)
     assert {d for _, _, d in trace.other_device} == {"meta"}
+
+
+def test_a_sync_warning_is_named_after_the_op_on_its_line():
+    # On CUDA the warning surfaces after the outermost call returned; the op that synced is found
+    # among the recent ops of the warning's line (here the warning is sent by hand, on that line).
+    import sys
+
+    it = Interceptor(torch.device("cpu"), emulate=False)
+
+    def step():
+        torch.tanh(x); y = x[mask]; it.on_sync_warning("called a synchronizing CUDA operation (Triggered internally at X)", sys._getframe(0))  # noqa: E702,E501
+        return y
+
+    _, trace = it.run_step(step, 0)
+    (event,) = trace.events
+    assert (event["kind"], event["op"], event["function"]) == ("dynamic-shape", "aten.index.Tensor", "step")
+    assert event["detail"].startswith("sync debug mode: called a synchronizing CUDA operation; boolean-mask")
