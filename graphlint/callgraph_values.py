@@ -47,9 +47,11 @@ def package_module(path: str, root: Path) -> str:
     """The module name Python would import the file as: folders with `__init__.py` above it
     make the package (`transformers/models/llama/modeling_llama.py` anywhere on disk). A file
     that is not on disk (an in-memory snippet) is named from its relative path."""
-    full = Path(path) if Path(path).is_absolute() else root / path
-    if not full.is_file():
+    # A path is relative to the config's folder, or (outside it) as given on the command line.
+    full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
+    if full is None:
         return module_name(path)
+    full = full.resolve()
     parts = [] if full.name == "__init__.py" else [full.stem]
     folder = full.parent
     while (folder / "__init__.py").is_file() and folder.parent != folder:
