@@ -279,3 +279,68 @@ def test_a_reexport_through_a_skipped_init_is_unresolved_with_the_reason(tmp_pat
     assert reached(graph) == {"step": "captured"}
     [item] = graph.unresolved
     assert item["call"] == "step_impl" and "pkg/__init__.py" in item["reason"] and "skipped" in item["reason"]
+
+
+def test_a_transformers_style_decoder_resolves_layers_and_attention_and_names_what_it_cannot(tmp_path):
+    """The shape of transformers' modeling_llama.py: relative imports from modules not linted,
+    a decoder layer whose base class is outside the lint, decorated forwards, a sliced
+    ModuleList and attention dispatched through a registry."""
+    write(tmp_path, {"tf/__init__.py": "", "tf/models/__init__.py": "", "tf/models/llama/__init__.py": "",
+                     "tf/models/llama/modeling_llama.py": """
+        from collections.abc import Callable
+
+        import torch
+        from torch import nn
+
+        from ...cache_utils import Cache
+        from ...modeling_layers import GradientCheckpointingLayer
+        from ...modeling_utils import ALL_ATTENTION_FUNCTIONS
+        from ...utils import auto_docstring
+
+
+        def eager_attention_forward(module, query, key, value):
+            return torch.matmul(query, key.transpose(2, 3)) @ value
+
+
+        class LlamaAttention(nn.Module):
+            def __init__(self, config, layer_idx: int):
+                super().__init__()
+                self.q_proj = nn.Linear(8, 8)
+                self.layer_idx = layer_idx
+
+            def forward(self, hidden_states: torch.Tensor, cache: Cache | None = None):
+                q = self.q_proj(hidden_states)
+                if cache is not None:
+                    q, _ = cache.update(q, q, self.layer_idx)
+                attention_interface: Callable = ALL_ATTENTION_FUNCTIONS.get_interface("eager", eager_attention_forward)
+                return attention_interface(self, q, q, q)
+
+
+        class LlamaDecoderLayer(GradientCheckpointingLayer):
+            def __init__(self, config, layer_idx: int):
+                super().__init__()
+                self.self_attn = LlamaAttention(config=config, layer_idx=layer_idx)
+
+            @auto_docstring
+            def forward(self, hidden_states: torch.Tensor, cache: Cache | None = None) -> torch.Tensor:
+                return hidden_states + self.self_attn(hidden_states, cache=cache)
+
+
+        class LlamaModel(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.config = config
+                self.layers = nn.ModuleList([LlamaDecoderLayer(config, i) for i in range(config.num_hidden_layers)])
+
+            @auto_docstring
+            def forward(self, hidden_states: torch.Tensor, cache: Cache | None = None):
+                for decoder_layer in self.layers[: self.config.num_hidden_layers]:
+                    hidden_states = decoder_layer(hidden_states, cache=cache)
+                return hidden_states
+        """})
+    graph = build(tmp_path, "tf.models.llama.modeling_llama:LlamaModel.forward")
+    assert set(reached(graph)) == {"LlamaModel.forward", "LlamaDecoderLayer.forward", "LlamaAttention.forward",
+                                   "eager_attention_forward"}  # the last one: passed to get_interface
+    reasons = {u["call"]: u["reason"] for u in graph.unresolved}
+    assert set(reasons) == {"cache.update", "ALL_ATTENTION_FUNCTIONS.get_interface", "attention_interface"}
+    assert "`tf.cache_utils.Cache.update` is outside the linted files" in reasons["cache.update"]
