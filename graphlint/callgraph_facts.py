@@ -211,8 +211,10 @@ class _FunctionWalker:
         elif kind is cst.If:
             self.expr(node.test)
             self.block(node.body)
-            if node.orelse is not None:
-                self.statement(node.orelse) if type(node.orelse) is cst.If else self.block(node.orelse.body)
+            if type(node.orelse) is cst.If:
+                self.statement(node.orelse)
+            elif node.orelse is not None:
+                self.block(node.orelse.body)
         elif kind is cst.For:
             self.expr(node.iter)
             self.bind(node.target, ["it", _enc(node.iter)])
@@ -237,11 +239,19 @@ class _FunctionWalker:
             for extra in (node.orelse, node.finalbody):
                 if extra is not None:
                     self.block(extra.body)
+        elif kind is cst.Match:
+            self.expr(node.subject)
+            for case in node.cases:
+                self.expr(case.guard)
+                self.block(case.body)
         elif kind in (cst.FunctionDef, cst.ClassDef):
             return  # nested definitions are functions of their own
         elif isinstance(node, cst.BaseCompoundStatement) or kind is cst.SimpleStatementSuite:
-            for child in node.children:  # match statements and the rare rest
-                self.statement(child) if isinstance(child, (cst.BaseStatement, cst.BaseSuite)) else self.expr(child)
+            for child in node.children:  # the rare rest
+                if isinstance(child, (cst.BaseStatement, cst.BaseSuite)):
+                    self.statement(child)
+                elif isinstance(child, cst.BaseExpression):
+                    self.expr(child)
         elif isinstance(node, cst.BaseSuite):
             self.block(node)
 
