@@ -20,14 +20,6 @@ DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) o
 BENCH_STEPS = 10
 
 
-def effective_steps(requested: int | None, default: int, target: Any) -> int:
-    steps = requested or default
-    max_steps = getattr(target, "max_steps", None)
-    if isinstance(max_steps, int) and max_steps > 0:
-        steps = min(steps, max_steps)
-    return max(steps, 1)
-
-
 def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
     """Run all phases on the CPU for `spec` (see harness.run_harness); returns the device result.
 
@@ -47,7 +39,7 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
     device = torch.device("cpu")
     factory = targets.load_factory(spec["target"])
     target = targets.build(factory, device, spec["options"])
-    steps = effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+    steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
     result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {}}
     report = on_phase or (lambda _r: None)
 
@@ -84,8 +76,8 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
         "error": stopped if stopped and not stop_first else None,
         "note": "no CUDA: replay predicted by comparing the op traces of consecutive eager steps",
     }
-    causes = [_cause(e) for e in result["sync"]["events"]] + [
-        _cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
+    causes = [tracing.cause(e) for e in result["sync"]["events"]] + [
+        tracing.cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
     ]
     result["capture"] = {
         "device": str(device),
@@ -103,11 +95,6 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
         result["timings"]["bench"] = time.perf_counter() - started
     report(result)
     return result
-
-
-def _cause(record: dict, kind: str | None = None) -> dict:
-    return {"op": record["op"], "kind": kind or record["kind"], "path": record["path"], "line": record["line"],
-            "function": record["function"]}
 
 
 def bench(target: Any, steps: int) -> dict:

@@ -20,8 +20,7 @@ from typing import Any, Callable
 import torch
 
 from graphlint.runtime import hazards, targets, tracing
-from graphlint.runtime.cpu_run import _cause, effective_steps
-from graphlint.runtime.intercept import Interceptor, SyncStop, _tensors
+from graphlint.runtime.intercept import Interceptor, tensors_of
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
 TRACE_STEPS = 8
@@ -67,12 +66,8 @@ def sync_debug(interceptor: Interceptor, mode: str):
             interceptor.arm = contextlib.nullcontext
 
 
-def _outputs(out) -> list[torch.Tensor]:
-    return _tensors(out, [])
-
-
 def _to_host(out) -> list[torch.Tensor]:
-    return [t.detach().to("cpu", copy=True) for t in _outputs(out)]
+    return [t.detach().to("cpu", copy=True) for t in tensors_of(out)]
 
 
 def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
@@ -86,7 +81,7 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
     with torch.cuda.device(device):
         factory = targets.load_factory(spec["target"])
         target = targets.build(factory, device, spec["options"])
-        steps = effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+        steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
                         "name": torch.cuda.get_device_name(device)}
@@ -364,15 +359,15 @@ class _DeviceRun:
         if top is not None:
             for event in self.events:
                 if (event["path"], event["line"]) == (top["path"], top["line"]):
-                    return _cause(event)
+                    return tracing.cause(event)
             kind = "sync" if SYNC_MESSAGE in str(exc) else "capture-error"
             return {"op": "unknown", "kind": kind, **top}
-        return _cause(self.events[0]) if self.events else None
+        return tracing.cause(self.events[0]) if self.events else None
 
     def _empty_cause(self) -> dict | None:
         for h in self.result.get("hazards", []):
             if h["hazard"] == "other-device":
-                return _cause(h, kind="other-device")
+                return tracing.cause(h, kind="other-device")
         return None
 
 

@@ -69,8 +69,12 @@ def _storage_key(t: torch.Tensor) -> int:
         return 0
 
 
+def tensors_of(obj) -> list[torch.Tensor]:
+    """The tensors in a step's output or an op's arguments (nested lists, tuples, dicts), in order."""
+    return _tensors(obj, [])
+
+
 def _tensors(obj, out: list) -> list:
-    """Flatten tensors out of op arguments (nested lists/tuples/dicts), in order."""
     if isinstance(obj, torch.Tensor):
         out.append(obj)
     elif isinstance(obj, (list, tuple)):
@@ -216,7 +220,7 @@ class Interceptor:
 
     def _finish(self, rec: StepTrace, out) -> None:
         rec.retained_bytes = sum(nbytes for _, _, nbytes, ref in rec.allocations if ref() is not None)
-        for t in _tensors(out, []):
+        for t in tensors_of(out):
             key = _storage_key(t)
             rec.outputs.append({
                 "shape": list(t.shape),
@@ -499,8 +503,10 @@ def _name_sync(py_call: str | None, entry: tuple | None) -> tuple[str, str, str]
         reason = rule.reason if rule is not None else ""
     if py_call is not None:
         rule = catalog.PY_RULES_BY_NAME.get(py_call)
-        if rule is not None and packet not in _COPY_OPS:
-            kind, reason = rule.kind, rule.reason
+        if rule is not None:
+            reason = rule.reason
+            if packet not in _COPY_OPS:
+                kind = rule.kind
         op = py_call
     return kind, op, reason
 

@@ -128,6 +128,15 @@ def _load_file(path: str):
     return module
 
 
+def effective_steps(requested: int | None, default: int, target: Any) -> int:
+    """Steps to run: the request or the default, never more than the target's `max_steps`."""
+    steps = requested or default
+    max_steps = getattr(target, "max_steps", None)
+    if isinstance(max_steps, int) and max_steps > 0:
+        steps = min(steps, max_steps)
+    return max(steps, 1)
+
+
 def build(factory: Callable[..., Any], device, options: dict[str, Any]):
     """Call `factory(device, **options)` and check the result follows the protocol."""
     try:

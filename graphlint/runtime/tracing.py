@@ -50,6 +50,12 @@ def step_error(step: int | None, exc: BaseException) -> dict:
     return {"step": step, "error": last[:500], "stack": stack}
 
 
+def cause(record: dict, kind: str | None = None) -> dict:
+    """The short form of an event or hazard that a capture failure points to."""
+    return {"op": record["op"], "kind": kind or record["kind"], "path": record["path"], "line": record["line"],
+            "function": record["function"]}
+
+
 def aggregate_events(traces: list[StepTrace]) -> list[dict]:
     """One record per (kind, op, path, line), in order of first occurrence, with its count."""
     merged: dict[tuple, dict] = {}

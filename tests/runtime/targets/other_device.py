@@ -32,8 +32,8 @@ class SideStream(StaticStep):
         self.side = torch.cuda.Stream(device=self.device)
 
     def step(self):
-        with torch.cuda.stream(self.side):  # PLANTED: side-stream
-            self.out.copy_(self.x @ self.w)
+        with torch.cuda.stream(self.side):
+            self.out.copy_(self.x @ self.w)  # PLANTED: side-stream
         return self.out
 
 
