@@ -80,7 +80,7 @@ def _phase_line(name: str, phase: dict, runtime: dict) -> str:
                 f"at {phase.get('sites')} site(s); {out}{growth}")
     if name == "capture":
         if "devices" in phase:
-            return ", ".join(f"{d}: {v}" for d, v in phase["devices"].items())
+            return "; ".join(f"{c.get('device')}: {c.get('status', 'not run')}" for c in runtime.get("captures", []))
         return f"{phase.get('status')}; emulated checks predict {phase.get('predicted')}"
     if name == "replay":
         hazards = ", ".join(f"{n} {k}" for k, n in sorted(phase.get("by_hazard", {}).items()))
