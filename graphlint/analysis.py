@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from graphlint.callgraph_facts import callgraph_facts
+from graphlint.children import TRIVIA_TYPES, children, code_children
 from graphlint.inference import Inference, ModuleFacts, collect_class
 from graphlint.names import collect_imports
+from graphlint.positions import positions as node_positions
 from graphlint.rule import Context, RawFinding, Rule
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
@@ -149,27 +150,42 @@ class _Dispatch:
             for attr in dir(rule):
                 if attr.startswith("visit_"):
                     self.table.setdefault(attr[len("visit_"):], []).append(getattr(rule, attr))
+        # Layout nodes (whitespace, commas, brackets) hold nothing a rule reads, so the walk
+        # skips them, unless a rule visits one of their types.
+        visited = [getattr(cst, name, None) for name in self.table]
+        trivia_visited = any(isinstance(t, type) and issubclass(t, TRIVIA_TYPES) for t in visited)
+        self.children = children if trivia_visited else code_children
+        # Per node type: (definition, statement, loop, handlers), so the walk asks once per
+        # type rather than once per node (isinstance on libcst's abstract bases is slow).
+        self.kinds: dict[type, tuple[bool, bool, bool, list[Any] | None]] = {}
+
+    def kind_of(self, node: cst.CSTNode) -> tuple[bool, bool, bool, list[Any] | None]:
+        kind = (isinstance(node, (cst.FunctionDef, cst.ClassDef)),
+                isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)),
+                isinstance(node, (cst.For, cst.While)),
+                self.table.get(type(node).__name__))
+        self.kinds[type(node)] = kind
+        return kind
 
 
 def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = False) -> None:
-    if not top and isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+    kind = dispatch.kinds.get(type(node)) or dispatch.kind_of(node)
+    is_definition, is_statement, is_loop, handlers = kind
+    if is_definition and not top:
         return  # nested definitions are analysed on their own
-    is_statement = isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
     saved_statement = ctx.statement
     if is_statement and not top:
         ctx.statement = node
-    handlers = dispatch.table.get(type(node).__name__)
     if handlers:
         for handler in handlers:
             handler(node, ctx)
-    is_loop = isinstance(node, (cst.For, cst.While))
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
     else:
-        for child in node.children:
+        for child in dispatch.children(node):
             _walk(child, ctx, dispatch)
     ctx.parents.pop()
     if is_loop:
@@ -204,7 +220,8 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
     needs_positions = bool(raw) or any(f.marker for f in functions)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider) if needs_positions else {}
+    positions = node_positions(module, [f.node.name for f in functions]
+                               + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
     lines = text.splitlines()
     for info in functions:
         if positions:

@@ -7,13 +7,16 @@ cached and computed in any order; everything that depends on the config happens 
 """
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
+import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from graphlint import __version__, suppressions
 from graphlint.analysis import FileAnalysis, FileFinding, analyze_source
@@ -40,8 +43,16 @@ def rules_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def _flat(item: Any) -> Any:
+    """A flat dataclass (a finding) as a dict; anything else as it is."""
+    return {f.name: getattr(item, f.name) for f in fields(item)} if is_dataclass(item) else item
+
+
 def _analysis_to_dict(result: FileAnalysis, suppressions_found: dict) -> dict[str, Any]:
-    data = asdict(result)
+    # dataclasses.asdict would deep-copy every nested list and dict (the call facts are large);
+    # the analysis is not used after this, so converting one level down is the same dict.
+    data = {f.name: getattr(result, f.name) for f in fields(result)}
+    data["findings"] = [_flat(item) for item in result.findings]
     data["suppressions"] = {str(line): [asdict(s) for s in items] for line, items in suppressions_found.items()}
     return data
 
@@ -60,7 +71,9 @@ def analyse_file(task: tuple[str, str]) -> dict[str, Any]:
 
 
 class Cache:
-    """Per-file analysis results keyed by content hash + graphlint fingerprint."""
+    """Per-file analysis results in `folder`, keyed by the file's content and path and by the
+    graphlint fingerprint (version + source of graphlint and its rules). The config is not
+    part of the key: the per-file analysis never reads it (`finalize` applies it after)."""
 
     def __init__(self, folder: Path | None):
         self.folder = folder
@@ -76,19 +89,24 @@ class Cache:
         path = self.folder / key[:2] / f"{key}.json"
         try:
             with open(path, encoding="utf-8") as handle:
-                self.hits += 1
-                return json.load(handle)
+                value = json.load(handle)
         except (OSError, ValueError):
-            return None
+            return None  # missing or damaged: analyse again
+        self.hits += 1
+        return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
         if self.folder is None:
             return
         path = self.folder / key[:2] / f"{key}.json"
         try:
+            text = json.dumps(value)
+        except (TypeError, ValueError):
+            return  # not JSON (a bug upstream); the run stays correct, only uncached
+        try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(value), encoding="utf-8")
+            tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, path)
         except OSError:
             pass  # a read-only tree still lints, just without a cache
@@ -101,35 +119,66 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache) -> list[dict[str, Any]]:
-    """Analyse files, reusing cached results; output order is the input order."""
-    results: list[dict[str, Any] | None] = [None] * len(tasks)
-    misses: list[int] = []
-    keys: list[str] = []
-    for index, (rel, full) in enumerate(tasks):
-        key = ""
-        if cache.folder is not None:
+# Below this much source, starting worker processes costs more than it saves.
+_PARALLEL_MIN_BYTES = 200_000
+
+
+def _worker_init() -> None:
+    # Everything imported so far lives as long as the worker: keep the cyclic GC off it.
+    gc.freeze()
+
+
+def _analyse_indexed(task: tuple[int, str, str]) -> tuple[int, dict[str, Any]]:
+    index, rel, full = task
+    return index, analyse_file((rel, full))
+
+
+def _analyse_misses(todo: list[tuple[int, str, str, int]], jobs: int) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, analysis) for each task, in completion order. Workers take the largest files
+    first, so no core is left with one big file at the end."""
+    if jobs > 1 and len(todo) > 1 and sum(size for *_, size in todo) >= _PARALLEL_MIN_BYTES:
+        ordered = [task[:3] for task in sorted(todo, key=lambda task: (-task[3], task[0]))]
+        context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
+                                 initializer=_worker_init) as pool:
+            futures = [pool.submit(_analyse_indexed, task) for task in ordered]
             try:
-                key = cache.key(Path(full).read_bytes(), rel)
-            except OSError:
-                key = ""
-            cached = cache.get(key) if key else None
+                for future in as_completed(futures):
+                    yield future.result()
+            except BaseException:
+                for future in futures:
+                    future.cancel()  # an internal error: do not wait for the rest of the tree
+                raise
+        return
+    for index, rel, full, _ in todo:
+        yield index, analyse_file((rel, full))
+
+
+def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
+                stats: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Analyse files, reusing cached results; output order is the input order whatever the
+    number of jobs. `stats` (if given) receives the counts of cached and analysed files."""
+    results: list[dict[str, Any] | None] = [None] * len(tasks)
+    keys: list[str] = [""] * len(tasks)
+    todo: list[tuple[int, str, str, int]] = []
+    for index, (rel, full) in enumerate(tasks):
+        try:
+            data: bytes | None = Path(full).read_bytes()
+        except OSError:
+            data = None  # the worker reports the read error as a finding
+        if cache.folder is not None and data is not None:
+            keys[index] = cache.key(data, rel)
+            cached = cache.get(keys[index])
             if cached is not None:
                 results[index] = cached
-                keys.append(key)
                 continue
-        keys.append(key)
-        misses.append(index)
-    todo = [tasks[i] for i in misses]
-    if jobs > 1 and len(todo) > 8:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            computed = list(pool.map(analyse_file, todo, chunksize=max(1, len(todo) // (jobs * 8))))
-    else:
-        computed = [analyse_file(task) for task in todo]
-    for index, value in zip(misses, computed):
+        todo.append((index, rel, full, len(data or b"")))
+    for index, value in _analyse_misses(todo, jobs):
         results[index] = value
         if keys[index]:
             cache.put(keys[index], value)
+    if stats is not None:
+        stats.update(files=len(tasks), cache_hits=len(tasks) - len(todo), analysed=len(todo))
     return [r for r in results if r is not None]
 
 
@@ -239,9 +288,11 @@ def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
           jobs: int | None = None, cache_dir: Path | None = None) -> StaticResult:
     """The static half of a report. Raises FileNotFoundError for a path that does not exist."""
+    started = time.perf_counter()
+    stats: dict[str, Any] = {}
     tasks = collect_tasks(paths, config)
     cache = Cache(cache_dir)
-    files = analyse_all(tasks, jobs or default_jobs(), cache)
+    files = analyse_all(tasks, jobs or default_jobs(), cache, stats)
     placements = None
     extra: dict[str, Any] = {}
     # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
@@ -256,5 +307,5 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     findings = finalize(files, config, select, ignore, placements)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.unresolved_calls = extra.get("unresolved_calls", [])
-    result.extra["cache_hits"] = cache.hits
+    result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
     return result

@@ -14,6 +14,7 @@ from typing import Iterable
 import libcst as cst
 
 from graphlint import catalog
+from graphlint.children import code_children, iter_code
 from graphlint.names import ImportMap, dotted
 
 DEVICE = "device"  # a tensor on the accelerator (or a tensor of unknown device in step code)
@@ -146,18 +147,12 @@ _TENSOR_ONLY_METHODS = frozenset({
 def tensor_evidence(body: cst.CSTNode) -> set[str]:
     """Names that the function uses as tensors: receivers of tensor-only methods."""
     names: set[str] = set()
-
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
+    for node in iter_code(body, skip=(cst.FunctionDef,)):
+        if isinstance(node, cst.Call):
             func = node.func
             if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                     and func.attr.value in _TENSOR_ONLY_METHODS):
                 names.add(func.value.value)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    body.visit(Finder())
     return names
 
 
@@ -564,7 +559,7 @@ class Inference:
         return V_UNKNOWN
 
     def _children(self, node: cst.CSTNode) -> None:
-        for child in node.children:
+        for child in code_children(node):
             if isinstance(child, cst.BaseExpression):
                 self.expr(child)
             else:
@@ -860,14 +855,11 @@ def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
 
 def _register_calls(func: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
     found: list[tuple[cst.Call, str]] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
-                    and node.func.value.value == "self"
-                    and node.func.attr.value in ("register_buffer", "register_parameter", "register_module", "add_module")
-                    and node.args and isinstance(node.args[0].value, cst.SimpleString)):
-                found.append((node, node.args[0].value.evaluated_value))
-
-    func.body.visit(Finder())
+    for node in iter_code(func.body):
+        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and isinstance(node.func.value, cst.Name)
+                and node.func.value.value == "self"
+                and node.func.attr.value in ("register_buffer", "register_parameter", "register_module", "add_module")
+                and node.args and isinstance(node.args[0].value, cst.SimpleString)):
+            found.append((node, node.args[0].value.evaluated_value))
     return found

@@ -61,6 +61,9 @@ class StaticResult:
     findings: list[Finding] = field(default_factory=list)
     unresolved_calls: list[dict[str, Any]] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    # How the run went (files analysed, cache hits, seconds): differs between runs of the same
+    # tree, so it is never written into the report; the report depends only on code and config.
+    stats: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}

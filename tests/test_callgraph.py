@@ -249,7 +249,7 @@ def test_facts_are_json_and_survive_the_cache(tmp_path):
         assert json.loads(json.dumps(file["extra"]["calls"])) == file["extra"]["calls"]
     first = check([FIXTURES], config, jobs=1, cache_dir=tmp_path)
     second = check([FIXTURES], config, jobs=1, cache_dir=tmp_path)
-    assert second.extra["cache_hits"] == len(second.files)
+    assert second.stats["cache_hits"] == len(second.files)
     assert [f.to_dict() for f in first.findings] == [f.to_dict() for f in second.findings]
 
 

@@ -1,0 +1,115 @@
+"""Source ranges of a few nodes of a libcst tree: the ranges libcst's PositionProvider gives
+(the syntactic ones), at a fraction of its cost.
+
+PositionProvider regenerates the whole file and records a range for every node; a finding
+needs a handful. Here the same code generation runs, but only the wanted nodes (and the
+nodes their ranges are hoisted from) are recorded, and it stops once the last one is known.
+tests/test_positions.py checks the result against PositionProvider node for node.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager, nullcontext
+from typing import Iterable, Iterator
+
+import libcst as cst
+from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+
+try:  # the code generator's state is not public API; without it, use PositionProvider
+    from libcst._nodes.internal import CodegenState
+except ImportError:  # pragma: no cover - depends on the installed libcst
+    CodegenState = None  # type: ignore[assignment,misc]
+
+_NEWLINE = re.compile(r"\r\n?|\n")
+_NOTHING = nullcontext()
+
+
+class _Done(Exception):
+    """Every wanted range is known: the rest of the file need not be generated."""
+
+
+if CodegenState is not None:
+
+    class _RecordingState(CodegenState):  # type: ignore[misc,valid-type]
+        """Code generation that tracks line/column and records ranges of wanted nodes only."""
+
+        def __init__(self, module: cst.Module, wanted: Iterable[cst.CSTNode]):
+            super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+            self.line = 1
+            self.column = 0
+            self.wanted = set(wanted)
+            self.pending = len(self.wanted)
+            self.starts: dict[cst.CSTNode, CodePosition] = {}
+            self.found: dict[cst.CSTNode, CodeRange] = {}
+
+        def _advance(self, value: str) -> None:
+            if "\n" in value or "\r" in value:
+                segments = _NEWLINE.split(value)
+                self.line += len(segments) - 1
+                self.column = len(segments[-1])
+            else:
+                self.column += len(value)
+
+        def add_indent_tokens(self) -> None:
+            self.tokens.extend(self.indent_tokens)
+            for token in self.indent_tokens:
+                self._advance(token)
+
+        def add_token(self, value: str) -> None:
+            self.tokens.append(value)
+            self._advance(value)
+
+        def before_codegen(self, node: cst.CSTNode) -> None:
+            if node in self.wanted:
+                self.starts[node] = CodePosition(self.line, self.column)
+
+        def after_codegen(self, node: cst.CSTNode) -> None:
+            if node not in self.wanted:
+                return
+            start = self.starts.pop(node)
+            if node not in self.found:  # a node without a syntactic range keeps its full one
+                self.found[node] = CodeRange(start, CodePosition(self.line, self.column))
+            self.pending -= 1
+            if self.pending <= 0:
+                raise _Done
+
+        def _want(self, node: cst.CSTNode | None) -> None:
+            if node is not None and node not in self.wanted:
+                self.wanted.add(node)
+                self.pending += 1
+
+        def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
+                                      end_node: cst.CSTNode | None = None):  # type: ignore[override]
+            if node not in self.wanted:
+                return _NOTHING
+            # The range may be hoisted from descendants generated inside this block.
+            self._want(start_node)
+            self._want(end_node)
+            return self._record(node, start_node, end_node)
+
+        @contextmanager
+        def _record(self, node: cst.CSTNode, start_node: cst.CSTNode | None,
+                    end_node: cst.CSTNode | None) -> Iterator[None]:
+            start = CodePosition(self.line, self.column)
+            yield
+            end = CodePosition(self.line, self.column)
+            if start_node is not None:
+                start = self.found[start_node].start
+            if end_node is not None:
+                end = self.found[end_node].end
+            self.found[node] = CodeRange(start, end)
+
+
+def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
+    """The PositionProvider range of each node in `nodes` (all must belong to `module`)."""
+    wanted = [node for node in nodes if node is not None]
+    if not wanted:
+        return {}
+    if CodegenState is None:  # pragma: no cover
+        return dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+    state = _RecordingState(module, wanted)
+    try:
+        module._codegen(state)
+    except _Done:
+        pass
+    return state.found
