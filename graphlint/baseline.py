@@ -112,20 +112,43 @@ def _read(root: Path, rel: str) -> str | None:
         return None
 
 
-def fingerprint_findings(findings: Sequence[Finding], root: Path) -> list[Finding]:
+def _texts(source: _Source, finding: Any) -> tuple[str, str]:
+    if finding.rule.startswith("GL9"):
+        # graphlint's own findings (parse errors, bad suppressions) have no statement.
+        return (_squash(source.line(finding.line)), "")
+    return (source.statement_text(finding), source.flagged_text(finding))
+
+
+# What the source half of a fingerprint depends on besides the file's text.
+SPAN_FIELDS = ("rule", "line", "col", "end_line", "end_col")
+
+
+def span(finding: Any) -> tuple:
+    return tuple(getattr(finding, name) for name in SPAN_FIELDS)
+
+
+def finding_texts(text: str | None, findings: Iterable[Any]) -> list[tuple[str, str]]:
+    """The source half of each finding's fingerprint (its statement's and its own normalised
+    text), for findings of one file with this text. The engine computes these along with the
+    file's analysis, in its workers, and caches them with it."""
+    source = _Source(text)
+    return [_texts(source, finding) for finding in findings]
+
+
+def fingerprint_findings(findings: Sequence[Finding], root: Path,
+                         texts: dict[str, dict[tuple, tuple[str, str]]] | None = None) -> list[Finding]:
     """The same findings, in the same order, each with `fingerprint` set from the source under
-    `root`. A file that cannot be read or parsed falls back to its flagged line's text."""
+    `root`. A file that cannot be read or parsed falls back to its flagged line's text.
+    `texts` (path -> span -> texts, from `finding_texts`) saves reading and parsing files."""
     sources: dict[str, _Source] = {}
     keys: list[str] = []
     for finding in findings:
-        source = sources.get(finding.path)
-        if source is None:
-            source = sources[finding.path] = _Source(_read(root, finding.path))
-        if finding.rule.startswith("GL9"):
-            # graphlint's own findings (parse errors, bad suppressions) have no statement.
-            text = (_squash(source.line(finding.line)), "")
-        else:
-            text = (source.statement_text(finding), source.flagged_text(finding))
+        text = (texts or {}).get(finding.path, {}).get(span(finding))
+        if text is None:
+            source = sources.get(finding.path)
+            if source is None:
+                source = sources[finding.path] = _Source(_read(root, finding.path))
+            text = _texts(source, finding)
         keys.append("\0".join((finding.rule, finding.path, finding.function or "", *text)))
     # Occurrence index: identical keys are numbered in source order.
     order = sorted(range(len(findings)), key=lambda i: (findings[i].path, findings[i].line, findings[i].col))

@@ -145,7 +145,6 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
 def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...], ignore: tuple[str, ...],
                   jobs: int | None, no_cache: bool, cache_dir: str | None, diff_rev: str | None = None):
     """Run the static half with fingerprinted findings; with `diff_rev`, report only changed files."""
-    from graphlint.baseline import fingerprint_findings
     from graphlint.engine import check as run_check, collect_tasks
 
     targets: Sequence[str | Path] = paths or config.paths or (".",)
@@ -173,7 +172,6 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
     except FileNotFoundError as error:
         fail(f"path not found: {error}")
         raise  # unreachable
-    static.findings = fingerprint_findings(static.findings, config.root)
     if changed is not None:
         from graphlint import diff
 

@@ -14,18 +14,20 @@ import multiprocessing
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from graphlint import __version__, suppressions
 from graphlint.analysis import FileAnalysis, FileFinding, analyze_source
+from graphlint.baseline import SPAN_FIELDS, finding_texts, fingerprint_findings
 from graphlint.config import Config
 from graphlint.discovery import discover, is_excluded, relative_posix
 from graphlint.report import Finding, StaticResult
 from graphlint.rules import ALL_RULES, BY_CODE, BY_NAME
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2  # 2: per-file fingerprint texts
 
 
 def rules_fingerprint() -> str:
@@ -67,7 +69,12 @@ def analyse_file(task: tuple[str, str]) -> dict[str, Any]:
         result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
         return _analysis_to_dict(result, {})
     result = analyze_source(rel, text, ALL_RULES)
-    return _analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
+    data = _analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
+    if result.findings:
+        # The source half of each finding's fingerprint needs the text and a parse of it: made
+        # here, in the worker, it is cached with the rest and a warm run reads no source.
+        data["fingerprint_texts"] = [list(texts) for texts in finding_texts(text, result.findings)]
+    return data
 
 
 class Cache:
@@ -123,6 +130,19 @@ def default_jobs() -> int:
 _PARALLEL_MIN_BYTES = 200_000
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Cached results and findings are many small containers without cycles: collecting
+    while they are built only rescans them (a third of a warm run)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _worker_init() -> None:
     # Everything imported so far lives as long as the worker: keep the cyclic GC off it.
     gc.freeze()
@@ -161,18 +181,19 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     keys: list[str] = [""] * len(tasks)
     todo: list[tuple[int, str, str, int]] = []
-    for index, (rel, full) in enumerate(tasks):
-        try:
-            data: bytes | None = Path(full).read_bytes()
-        except OSError:
-            data = None  # the worker reports the read error as a finding
-        if cache.folder is not None and data is not None:
-            keys[index] = cache.key(data, rel)
-            cached = cache.get(keys[index])
-            if cached is not None:
-                results[index] = cached
-                continue
-        todo.append((index, rel, full, len(data or b"")))
+    with _gc_paused():
+        for index, (rel, full) in enumerate(tasks):
+            try:
+                data: bytes | None = Path(full).read_bytes()
+            except OSError:
+                data = None  # the worker reports the read error as a finding
+            if cache.folder is not None and data is not None:
+                keys[index] = cache.key(data, rel)
+                cached = cache.get(keys[index])
+                if cached is not None:
+                    results[index] = cached
+                    continue
+            todo.append((index, rel, full, len(data or b"")))
     for index, value in _analyse_misses(todo, jobs):
         results[index] = value
         if keys[index]:
@@ -287,7 +308,8 @@ def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str
 
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
           jobs: int | None = None, cache_dir: Path | None = None) -> StaticResult:
-    """The static half of a report. Raises FileNotFoundError for a path that does not exist."""
+    """The static half of a report, findings fingerprinted. Raises FileNotFoundError for a path
+    that does not exist."""
     started = time.perf_counter()
     stats: dict[str, Any] = {}
     tasks = collect_tasks(paths, config)
@@ -304,7 +326,11 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
         extra["unresolved_calls"] = graph.unresolved
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
-    findings = finalize(files, config, select, ignore, placements)
+    texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
+                            for raw, pair in zip(file["findings"], file["fingerprint_texts"])}
+             for file in files if file.get("fingerprint_texts")}
+    with _gc_paused():
+        findings = fingerprint_findings(finalize(files, config, select, ignore, placements), config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.unresolved_calls = extra.get("unresolved_calls", [])
     result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
