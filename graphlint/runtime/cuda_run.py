@@ -129,6 +129,8 @@ class _DeviceRun:
 
     # ----------------------------------------------------------------- phases
     def warm_up(self) -> None:
+        """A few eager steps on the capture stream: lazy per-stream state (cuBLAS workspaces) is
+        made here, not during the capture (RUNTIME_NOTES §2, "Per-stream lazy state")."""
         self.target.reset()
         with torch.cuda.stream(self.stream):
             for i in range(min(WARMUP_STEPS, self.steps)):
@@ -210,12 +212,7 @@ class _DeviceRun:
         graph = torch.cuda.CUDAGraph()
         static_out = None
         try:
-            self.target.reset()
-            with torch.cuda.stream(self.stream):
-                for i in range(min(WARMUP_STEPS, self.steps)):
-                    self.target.prepare(i)
-                    self.target.step()
-            torch.cuda.synchronize(self.device)
+            self.warm_up()  # again, on the capture stream, right before the capture
             self.target.reset()
             self.target.prepare(0)
         except Exception as exc:
