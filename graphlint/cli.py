@@ -131,8 +131,13 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
     if runtime_target is not None:
         from graphlint.runtime.command import run_harness
 
+        from graphlint.runtime.targets import UsageError
+
         target = None if runtime_target == "__default__" else runtime_target
-        report.runtime = run_harness(target or config.runtime_target, None, None)
+        try:
+            report.runtime = run_harness(target or config.runtime_target, None, None)
+        except UsageError as error:  # a target that cannot be loaded: exit 2, no traceback
+            fail(str(error))
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
                   show_suppressed=show_suppressed)
     if outcome is not None and not quiet:
