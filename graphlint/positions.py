@@ -37,10 +37,11 @@ if CodegenState is not None:
             super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
             self.line = 1
             self.column = 0
-            self.wanted = set(wanted)
+            # Keyed by id(): CSTNode.__hash__ is a Python function, and this asks for every node.
+            self.wanted = {id(node) for node in wanted}
             self.pending = len(self.wanted)
-            self.starts: dict[cst.CSTNode, CodePosition] = {}
-            self.found: dict[cst.CSTNode, CodeRange] = {}
+            self.starts: dict[int, CodePosition] = {}
+            self.found: dict[int, CodeRange] = {}
 
         def _advance(self, value: str) -> None:
             if "\n" in value or "\r" in value:
@@ -60,27 +61,28 @@ if CodegenState is not None:
             self._advance(value)
 
         def before_codegen(self, node: cst.CSTNode) -> None:
-            if node in self.wanted:
-                self.starts[node] = CodePosition(self.line, self.column)
+            if id(node) in self.wanted:
+                self.starts[id(node)] = CodePosition(self.line, self.column)
 
         def after_codegen(self, node: cst.CSTNode) -> None:
-            if node not in self.wanted:
+            key = id(node)
+            if key not in self.wanted:
                 return
-            start = self.starts.pop(node)
-            if node not in self.found:  # a node without a syntactic range keeps its full one
-                self.found[node] = CodeRange(start, CodePosition(self.line, self.column))
+            start = self.starts.pop(key)
+            if key not in self.found:  # a node without a syntactic range keeps its full one
+                self.found[key] = CodeRange(start, CodePosition(self.line, self.column))
             self.pending -= 1
             if self.pending <= 0:
                 raise _Done
 
         def _want(self, node: cst.CSTNode | None) -> None:
-            if node is not None and node not in self.wanted:
-                self.wanted.add(node)
+            if node is not None and id(node) not in self.wanted:
+                self.wanted.add(id(node))
                 self.pending += 1
 
         def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
                                       end_node: cst.CSTNode | None = None):  # type: ignore[override]
-            if node not in self.wanted:
+            if id(node) not in self.wanted:
                 return _NOTHING
             # The range may be hoisted from descendants generated inside this block.
             self._want(start_node)
@@ -94,10 +96,10 @@ if CodegenState is not None:
             yield
             end = CodePosition(self.line, self.column)
             if start_node is not None:
-                start = self.found[start_node].start
+                start = self.found[id(start_node)].start
             if end_node is not None:
-                end = self.found[end_node].end
-            self.found[node] = CodeRange(start, end)
+                end = self.found[id(end_node)].end
+            self.found[id(node)] = CodeRange(start, end)
 
 
 def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTNode, CodeRange]:
@@ -112,4 +114,4 @@ def positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[cst.CSTN
         module._codegen(state)
     except _Done:
         pass
-    return state.found
+    return {node: state.found[id(node)] for node in wanted if id(node) in state.found}
