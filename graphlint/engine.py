@@ -86,6 +86,7 @@ class Cache:
         self.folder = folder
         self.fingerprint = rules_fingerprint() if folder else ""
         self.hits = 0
+        self.file_keys: list[str] = []  # of the last analyse_all, in task order ("" = uncached)
 
     def key(self, data: bytes, rel: str) -> str:
         return hashlib.blake2b(data + b"\0" + rel.encode() + self.fingerprint.encode(), digest_size=16).hexdigest()
@@ -102,21 +103,23 @@ class Cache:
         self.hits += 1
         return value
 
-    def put(self, key: str, value: dict[str, Any]) -> None:
+    def put(self, key: str, value: dict[str, Any]) -> bool:
+        """Store `value`; False when it could not be (no folder, not JSON, not writable)."""
         if self.folder is None:
-            return
+            return False
         path = self.folder / key[:2] / f"{key}.json"
         try:
             text = json.dumps(value)
         except (TypeError, ValueError):
-            return  # not JSON (a bug upstream); the run stays correct, only uncached
+            return False  # not JSON (a bug upstream); the run stays correct, only uncached
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, path)
         except OSError:
-            pass  # a read-only tree still lints, just without a cache
+            return False  # a read-only tree still lints, just without a cache
+        return True
 
 
 def default_jobs() -> int:
@@ -153,13 +156,19 @@ def _analyse_indexed(task: tuple[int, str, str]) -> tuple[int, dict[str, Any]]:
     return index, analyse_file((rel, full))
 
 
-def _analyse_misses(todo: list[tuple[int, str, str, int]], jobs: int) -> Iterator[tuple[int, dict[str, Any]]]:
+def _workers(todo: list[tuple[int, str, str, int]], jobs: int) -> int:
+    if jobs > 1 and len(todo) > 1 and sum(size for *_, size in todo) >= _PARALLEL_MIN_BYTES:
+        return min(jobs, len(todo))
+    return 1
+
+
+def _analyse_misses(todo: list[tuple[int, str, str, int]], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
     """(index, analysis) for each task, in completion order. Workers take the largest files
     first, so no core is left with one big file at the end."""
-    if jobs > 1 and len(todo) > 1 and sum(size for *_, size in todo) >= _PARALLEL_MIN_BYTES:
+    if workers > 1:
         ordered = [task[:3] for task in sorted(todo, key=lambda task: (-task[3], task[0]))]
         context = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context,
+        with ProcessPoolExecutor(max_workers=workers, mp_context=context,
                                  initializer=_worker_init) as pool:
             futures = [pool.submit(_analyse_indexed, task) for task in ordered]
             try:
@@ -174,13 +183,29 @@ def _analyse_misses(todo: list[tuple[int, str, str, int]], jobs: int) -> Iterato
         yield index, analyse_file((rel, full))
 
 
+def _has_entry_marker(result: dict[str, Any]) -> bool:
+    return any(f.get("marker") == "entry" for f in result.get("functions", ()))
+
+
 def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
-                stats: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+                stats: dict[str, Any] | None = None, lean: bool = False) -> list[dict[str, Any]]:
     """Analyse files, reusing cached results; output order is the input order whatever the
-    number of jobs. `stats` (if given) receives the counts of cached and analysed files."""
+    number of jobs. `stats` (if given) receives the counts of cached and analysed files.
+
+    `lean`: the call facts (most of a result) stay only in the cache, not in memory, unless a
+    file has an entry marker, in which case the call graph needs them and they are read back;
+    so memory grows with the findings, not with the tree."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     keys: list[str] = [""] * len(tasks)
     todo: list[tuple[int, str, str, int]] = []
+    lean_files: list[int] = []  # results whose call facts were left in the cache
+
+    def keep(index: int, value: dict[str, Any], in_cache: bool) -> None:
+        if lean and in_cache and "calls" in value.get("extra", {}):
+            value["extra"] = {k: v for k, v in value["extra"].items() if k != "calls"}
+            lean_files.append(index)
+        results[index] = value
+
     with _gc_paused():
         for index, (rel, full) in enumerate(tasks):
             try:
@@ -191,15 +216,20 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 keys[index] = cache.key(data, rel)
                 cached = cache.get(keys[index])
                 if cached is not None:
-                    results[index] = cached
+                    keep(index, cached, True)
                     continue
             todo.append((index, rel, full, len(data or b"")))
-    for index, value in _analyse_misses(todo, jobs):
-        results[index] = value
-        if keys[index]:
-            cache.put(keys[index], value)
+    workers = _workers(todo, jobs)
+    for index, value in _analyse_misses(todo, workers):
+        keep(index, value, bool(keys[index]) and cache.put(keys[index], value))
+    if lean_files and any(_has_entry_marker(r) for r in results if r is not None):
+        for index in lean_files:
+            stored = cache.get(keys[index])
+            source = stored if stored is not None else analyse_file(tasks[index])
+            results[index]["extra"]["calls"] = source.get("extra", {}).get("calls", {})  # type: ignore[index]
+    cache.file_keys = keys
     if stats is not None:
-        stats.update(files=len(tasks), cache_hits=len(tasks) - len(todo), analysed=len(todo))
+        stats.update(files=len(tasks), cache_hits=len(tasks) - len(todo), analysed=len(todo), workers=workers)
     return [r for r in results if r is not None]
 
 
@@ -301,6 +331,34 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
     return findings
 
 
+def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -> tuple[dict, list]:
+    """Placements and unresolved calls from the call graph, cached as a whole. The key covers
+    every file's cache key, the module name each file has on disk (package folders may lie
+    outside the linted paths) and the config the graph reads, so a warm run skips the graph."""
+    from graphlint import callgraph
+    from graphlint.callgraph_values import package_module
+    from graphlint.regions import Placement
+
+    key = ""
+    if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
+        root = Path(config.root)
+        parts = [cache.fingerprint, str(root.resolve()), repr((config.entry_points, config.host, config.eager))]
+        parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
+        key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+        cached = cache.get(key)
+        if cached is not None:
+            placements = {(path, qualname): Placement(region, tuple(via))
+                          for path, qualname, region, via in cached["placements"]}
+            return placements, cached["unresolved"]
+    graph = callgraph.build(files, config)
+    unresolved = json.loads(json.dumps(graph.unresolved))  # as the cache gives it back
+    if key:
+        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via)]
+                                       for (path, qualname), p in graph.placements.items()],
+                        "unresolved": unresolved})
+    return graph.placements, unresolved
+
+
 def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str, str]]:
     root = config.root.resolve()
     return [(relative_posix(file, root), str(file)) for file in discover(paths, root, config.exclude)]
@@ -314,16 +372,12 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     stats: dict[str, Any] = {}
     tasks = collect_tasks(paths, config)
     cache = Cache(cache_dir)
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats)
+    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points)
     placements = None
     extra: dict[str, Any] = {}
     # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
     if config.entry_points or any(f.get("marker") == "entry" for file in files for f in file.get("functions", [])):
-        from graphlint import callgraph
-
-        graph = callgraph.build(files, config)
-        placements = graph.placements
-        extra["unresolved_calls"] = graph.unresolved
+        placements, extra["unresolved_calls"] = _call_graph_regions(files, config, cache)
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
     texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
