@@ -38,6 +38,7 @@ def is_trivia_field(name: str) -> bool:
 _SENTINEL = cst.MaybeSentinel.DEFAULT
 _ALL_FIELDS: dict[type, tuple[str, ...]] = {}
 _CODE_FIELDS: dict[type, tuple[str, ...]] = {}
+_SKIPPED: dict[tuple[type, ...], dict[type, bool]] = {}
 _VISIT_CALL = re.compile(r"\bvisit_[a-z_]+\(\s*self\s*,\s*[\"'](\w+)[\"']")
 
 
@@ -89,14 +90,33 @@ def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
 def iter_code(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()) -> Iterator[cst.CSTNode]:
     """Every non-trivia node below `node` (not `node` itself), in pre-order, the order a
     libcst visitor meets them. Nodes of a `skip` type are yielded but not entered."""
+    # The hot loop of every whole-function scan: per-type answers are looked up, not recomputed.
+    skipped = _SKIPPED.setdefault(skip, {})
+    fields = _CODE_FIELDS
     stack = code_children(node)
     stack.reverse()
     while stack:
         current = stack.pop()
         yield current
-        if skip and isinstance(current, skip):
+        kind = type(current)
+        is_skipped = skipped.get(kind)
+        if is_skipped is None:
+            is_skipped = skipped[kind] = bool(skip) and issubclass(kind, skip)
+        if is_skipped:
             continue
-        below = code_children(current)
+        names = fields.get(kind)
+        if names is None:
+            _field_order(current)
+            names = fields[kind]
+        below: list[cst.CSTNode] = []
+        for name in names:
+            value = getattr(current, name)
+            if value is None or value is _SENTINEL:
+                continue
+            if type(value) is tuple or type(value) is list:
+                below.extend(value)
+            else:
+                below.append(value)
         if below:
             below.reverse()
             stack.extend(below)

@@ -148,7 +148,7 @@ def tensor_evidence(body: cst.CSTNode) -> set[str]:
     """Names that the function uses as tensors: receivers of tensor-only methods."""
     names: set[str] = set()
     for node in iter_code(body, skip=(cst.FunctionDef,)):
-        if isinstance(node, cst.Call):
+        if type(node) is cst.Call:  # exact type: isinstance on libcst's ABC-based classes is slow
             func = node.func
             if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
                     and func.attr.value in _TENSOR_ONLY_METHODS):
@@ -856,7 +856,7 @@ def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
 def _register_calls(func: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
     found: list[tuple[cst.Call, str]] = []
     for node in iter_code(func.body):
-        if (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+        if (type(node) is cst.Call and isinstance(node.func, cst.Attribute)
                 and isinstance(node.func.value, cst.Name)
                 and node.func.value.value == "self"
                 and node.func.attr.value in ("register_buffer", "register_parameter", "register_module", "add_module")
