@@ -118,7 +118,8 @@ def _version(command: list[str]) -> str:
         out = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return "?"
-    return (out.stdout or out.stderr).strip().splitlines()[-1] if (out.stdout or out.stderr).strip() else "?"
+    text = (out.stdout or out.stderr).strip()
+    return text.split()[-1] if text else "?"  # "fixit, version 2.2.1" -> "2.2.1"
 
 
 def _package_version(name: str) -> str:
