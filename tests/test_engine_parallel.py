@@ -3,6 +3,7 @@ whatever the number of jobs and the order in which the workers finish."""
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -50,6 +51,11 @@ def test_with_entry_points_the_call_graph_is_the_same_in_parallel(workers_even_f
     assert any(f["reached_via"] for f in json.loads(one)["static"]["findings"])
 
 
+# Workers see a patched function only when they are forked from this process.
+forked_workers = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="workers fork on Linux only")
+
+
+@forked_workers
 def test_results_keep_input_order_when_workers_finish_out_of_order(workers_even_for_small_trees, monkeypatch):
     analyse = engine.analyse_file
 
@@ -67,6 +73,7 @@ def test_results_keep_input_order_when_workers_finish_out_of_order(workers_even_
     assert [f.to_dict() for f in parallel.findings] == [f.to_dict() for f in serial.findings]
 
 
+@forked_workers
 def test_a_worker_failure_is_raised_not_hung(workers_even_for_small_trees, monkeypatch):
     analyse = engine.analyse_file
 
