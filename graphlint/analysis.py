@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import libcst as cst
 
 from graphlint.callgraph_facts import callgraph_facts
-from graphlint.children import TRIVIA_TYPES, children, code_children
+from graphlint.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.inference import Inference, ModuleFacts, collect_class
 from graphlint.names import collect_imports
 from graphlint.positions import positions as node_positions
@@ -95,35 +95,16 @@ def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
             if isinstance(stmt, cst.FunctionDef):
                 qualname = f"{prefix}{stmt.name.value}"
                 found.append(FunctionInfo(qualname, 0, _def_marker(stmt), class_name, stmt))
-                walk(_suite(stmt.body), qualname + ".", None)
+                walk(suite_body(stmt.body), qualname + ".", None)
             elif isinstance(stmt, cst.ClassDef):
-                walk(_suite(stmt.body), f"{prefix}{stmt.name.value}.", stmt.name.value)
+                walk(suite_body(stmt.body), f"{prefix}{stmt.name.value}.", stmt.name.value)
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
                 # Functions defined under `if TYPE_CHECKING:` / try-import blocks.
-                for child in _compound_bodies(stmt):
+                for child in compound_bodies(stmt):
                     walk(child, prefix, class_name)
 
     walk(module.body, "", None)
     return found
-
-
-def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
-
-
-def _compound_bodies(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
-    bodies: list[Sequence[cst.CSTNode]] = []
-    if isinstance(stmt, (cst.If, cst.With)):
-        bodies.append(_suite(stmt.body))
-        orelse = getattr(stmt, "orelse", None)
-        if isinstance(orelse, cst.If):
-            bodies.extend(_compound_bodies(orelse))
-        elif isinstance(orelse, cst.Else):
-            bodies.append(_suite(orelse.body))
-    elif isinstance(stmt, cst.Try):
-        bodies.append(_suite(stmt.body))
-        bodies.extend(_suite(h.body) for h in stmt.handlers)
-    return bodies
 
 
 def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
@@ -132,9 +113,9 @@ def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
         stmt = stack.pop(0)
         if isinstance(stmt, cst.ClassDef):
             collect_class(stmt, facts)
-            stack.extend(_suite(stmt.body))
+            stack.extend(suite_body(stmt.body))
         elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-            for body in _compound_bodies(stmt):
+            for body in compound_bodies(stmt):
                 stack.extend(body)
     for name in facts.classes:
         facts.classes[name].is_module = facts.class_is_module(name)

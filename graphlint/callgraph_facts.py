@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import libcst as cst
 
+from graphlint.children import compound_bodies, suite_body
 from graphlint.names import dotted
 
 _MAX_DEPTH = 6  # deeper expressions are never receivers the call graph can follow
@@ -138,9 +139,11 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
         return ["u", [_enc(node.left, d), _enc(node.right, d)]]
     if type(node) is cst.SimpleString and len(node.value) <= 66:
         try:
-            return ["str", node.evaluated_value]
+            value = node.evaluated_value
         except (ValueError, SyntaxError):
             return None
+        # A bytes literal is no module or attribute name, and JSON cannot hold it.
+        return ["str", value] if isinstance(value, str) else None
     if type(node) is cst.NamedExpr:
         return _enc(node.value, depth)
     if type(node) is cst.Await:
@@ -389,10 +392,6 @@ def _params(node: cst.FunctionDef) -> list[list]:
     return out
 
 
-def _suite(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
-    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
-
-
 def _is_constant(expr: Any) -> bool:
     """A value the graph learns nothing from (flags, strings, lists of names of things)."""
     if expr is None or expr in ("True", "False", "None") or expr == ["?"]:
@@ -422,7 +421,7 @@ def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
                 qualname = prefix + stmt.name.value
                 info: dict[str, Any] = {"bases": [_enc(b.value) for b in stmt.bases if b.keyword is None],
                                         "methods": [], "attrs": {}}
-                for item in _suite(stmt.body):
+                for item in suite_body(stmt.body):
                     if isinstance(item, cst.FunctionDef):
                         info["methods"].append(item.name.value)
                     elif isinstance(item, cst.SimpleStatementLine):
@@ -434,30 +433,15 @@ def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
                                     if isinstance(target.target, cst.Name):
                                         _add_attr(info, target.target.value, None, _enc(small.value))
                 found[qualname] = info
-                walk(_suite(stmt.body), qualname + ".")
+                walk(suite_body(stmt.body), qualname + ".")
             elif isinstance(stmt, cst.FunctionDef):
-                walk(_suite(stmt.body), prefix + stmt.name.value + ".")
+                walk(suite_body(stmt.body), prefix + stmt.name.value + ".")
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                for child in _compound_bodies(stmt):
+                for child in compound_bodies(stmt):
                     walk(child, prefix)
 
     walk(module.body, "")
     return found
-
-
-def _compound_bodies(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
-    bodies: list[Sequence[cst.CSTNode]] = []
-    if isinstance(stmt, (cst.If, cst.With)):
-        bodies.append(_suite(stmt.body))
-        orelse = getattr(stmt, "orelse", None)
-        if isinstance(orelse, cst.If):
-            bodies.extend(_compound_bodies(orelse))
-        elif isinstance(orelse, cst.Else):
-            bodies.append(_suite(orelse.body))
-    elif isinstance(stmt, cst.Try):
-        bodies.append(_suite(stmt.body))
-        bodies.extend(_suite(h.body) for h in stmt.handlers)
-    return bodies
 
 
 def _module_globals(module: cst.Module) -> dict[str, list]:
@@ -477,7 +461,7 @@ def _module_globals(module: cst.Module) -> dict[str, list]:
                         if small.value is not None:
                             walker.bind(small.target, _enc(small.value))
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                stack.extend(_compound_bodies(stmt))
+                stack.extend(compound_bodies(stmt))
     return walker.env
 
 

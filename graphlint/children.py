@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from typing import Iterator
+from typing import Iterator, Sequence
 
 import libcst as cst
 
@@ -120,3 +120,25 @@ def iter_code(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()) -> It
         if below:
             below.reverse()
             stack.extend(below)
+
+
+def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
+    """The statements of an indented block (a one-line suite holds no definitions)."""
+    return suite.body if isinstance(suite, cst.IndentedBlock) else ()
+
+
+def compound_bodies(stmt: cst.CSTNode) -> list[Sequence[cst.CSTNode]]:
+    """The statement lists under an if/elif/else, with or try: where definitions may sit
+    (`if TYPE_CHECKING:` blocks, try-import fallbacks)."""
+    bodies: list[Sequence[cst.CSTNode]] = []
+    if isinstance(stmt, (cst.If, cst.With)):
+        bodies.append(suite_body(stmt.body))
+        orelse = getattr(stmt, "orelse", None)
+        if isinstance(orelse, cst.If):
+            bodies.extend(compound_bodies(orelse))
+        elif isinstance(orelse, cst.Else):
+            bodies.append(suite_body(orelse.body))
+    elif isinstance(stmt, cst.Try):
+        bodies.append(suite_body(stmt.body))
+        bodies.extend(suite_body(h.body) for h in stmt.handlers)
+    return bodies

@@ -6,6 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from graphlint import catalog
+from graphlint.children import iter_code
 from graphlint.names import dotted
 from graphlint.rule import Context, Rule
 from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
@@ -178,19 +179,13 @@ def _is_self_state(node: cst.BaseExpression) -> bool:
 
 
 def _assign_targets(body: cst.CSTNode) -> list[cst.BaseExpression]:
+    """Targets of the assignments in a function body (nested functions are their own)."""
     targets: list[cst.BaseExpression] = []
-
-    class Finder(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in iter_code(body, skip=(cst.FunctionDef,)):
+        if type(node) is cst.Assign:
             targets.extend(t.target for t in node.targets)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        elif type(node) is cst.AnnAssign:
             targets.append(node.target)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False
-
-    body.visit(Finder())
     return targets
 
 

@@ -18,6 +18,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from graphlint.children import code_children
 from graphlint.inference import DEVICE, HOST, HOST_TENSOR, MODULE, annotation_value
 from graphlint.names import dotted
 from graphlint.rule import Context, Example, Rule
@@ -123,7 +124,7 @@ def _walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     while stack:
         current = stack.pop()
         yield current
-        stack.extend(reversed([c for c in current.children if not isinstance(c, (cst.FunctionDef, cst.ClassDef))]))
+        stack.extend(reversed([c for c in code_children(current) if not isinstance(c, (cst.FunctionDef, cst.ClassDef))]))
 
 
 def _in_stream_context(ctx: Context) -> bool:
@@ -724,7 +725,7 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
         return False
     if isinstance(node, (cst.Subscript, cst.Lambda, cst.BaseComp)):
         return False  # an element of something is not the per-step scalar itself
-    return any(_mentions(child, names, ctx) for child in node.children)
+    return any(_mentions(child, names, ctx) for child in code_children(node))
 
 
 class HostRandomOrClock(Rule):
