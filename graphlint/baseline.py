@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
-from graphlint.report import Finding, StaticResult, write_atomic
+from graphlint.report import Finding, StaticResult, read_json, write_atomic
 
 SCHEMA = "graphlint-baseline/1"
 DEFAULT_FILE = "graphlint-baseline.json"
@@ -207,14 +207,7 @@ def write(path: str | Path, findings: Iterable[Finding], tool_version: str) -> B
 
 def load(path: str | Path) -> Baseline:
     """Read a baseline file; raises BaselineError with the file name for anything wrong."""
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise BaselineError(f"{path}: baseline file not found (write one with `graphlint baseline write`)") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BaselineError(f"{path}: cannot read baseline: {error}") from None
-    except json.JSONDecodeError as error:
-        raise BaselineError(f"{path}: not valid JSON: {error}") from None
+    data = read_json(path, BaselineError, "baseline file", " (write one with `graphlint baseline write`)")
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else type(data).__name__
         raise BaselineError(f"{path}: not a graphlint baseline (schema {found!r}, expected {SCHEMA!r})")

@@ -7,10 +7,9 @@ findings by the fingerprints recorded in the report.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from graphlint.report import Report
+from graphlint.report import Report, read_json
 
 PASS, FAIL, UNREADABLE = 0, 1, 2
 
@@ -20,14 +19,7 @@ class GateError(Exception):
 
 
 def load_report(path: str | Path) -> Report:
-    try:
-        data = json.loads(Path(path).read_text("utf-8"))
-    except FileNotFoundError:
-        raise GateError(f"{path}: report not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GateError(f"{path}: cannot read report: {error}") from None
-    except json.JSONDecodeError as error:
-        raise GateError(f"{path}: not valid JSON (a truncated report?): {error}") from None
+    data = read_json(path, GateError, "report")
     if not isinstance(data, dict):
         raise GateError(f"{path}: not a graphlint report (a JSON {type(data).__name__})")
     try:

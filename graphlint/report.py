@@ -165,5 +165,18 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def read_json(path: str | os.PathLike[str], error: type[Exception], what: str, missing_hint: str = "") -> Any:
+    """Parse a JSON file that graphlint wrote earlier (a report, a baseline); anything wrong
+    raises `error` with a message that names the file."""
+    try:
+        return json.loads(Path(path).read_text("utf-8"))
+    except FileNotFoundError:
+        raise error(f"{path}: {what} not found{missing_hint}") from None
+    except (OSError, UnicodeDecodeError) as problem:
+        raise error(f"{path}: cannot read {what}: {problem}") from None
+    except json.JSONDecodeError as problem:
+        raise error(f"{path}: not valid JSON (a truncated {what}?): {problem}") from None
+
+
 def dumps(report: Report) -> str:
     return json.dumps(report.to_dict(), indent=2, sort_keys=False) + "\n"
