@@ -9,7 +9,7 @@ from graphlint import catalog
 from graphlint.children import iter_code
 from graphlint.names import dotted
 from graphlint.rule import Context, Rule
-from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
+from ._calls import is_device, keyword, method_name, positional, receiver
 
 _FACTORIES = catalog.names("factories", "names")
 _LIKE = catalog.names("factories", "like")
