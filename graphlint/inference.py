@@ -83,6 +83,7 @@ _NON_TENSOR_PREFIXES = (
     "torch.profiler.", "torch.overrides.", "torch.testing.", "torch.hub.", "torch.onnx.",
     "torch.export.", "torch.multiprocessing.", "torch.set_", "torch.get_", "torch.manual_seed",
     "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.cond",
+    "torch.load", "torch.save",
     "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
 )
 _HOST_BUILTINS = frozenset({
@@ -528,6 +529,10 @@ class Inference:
             # An empty literal is usually a list that tensors get appended to: unknown.
             if values and all(v.kind in (HOST, NONE) for v in values):
                 return V_HOST
+            # A sequence of CPU tensors keeps torch.cat/stack of it on the host. A sequence of
+            # device tensors stays unknown: its own truth value is a host question.
+            if values and all(v.kind == HOST_TENSOR for v in values):
+                return V_HOST_TENSOR
             return V_UNKNOWN
         if isinstance(node, cst.Dict):
             for element in node.elements:
@@ -690,7 +695,7 @@ class Inference:
         if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."):
             if short in _MODULE_CONTAINERS:
                 return V_MODULE_LIST if short != "Sequential" else V_MODULE
-            if short == "Parameter":
+            if short in ("Parameter", "Buffer"):
                 return V_DEVICE
             if short[:1].isupper():
                 return V_MODULE

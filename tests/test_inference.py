@@ -1,0 +1,73 @@
+"""Device-value inference on small functions: what each name holds after the body runs."""
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+
+from graphlint.inference import DEVICE, HOST, HOST_TENSOR, MODULE, UNKNOWN, Inference, ModuleFacts, collect_class
+from graphlint.names import collect_imports
+
+
+def kinds(code: str, function: str = "f", class_name: str | None = None) -> dict[str, str]:
+    module = cst.parse_module("import torch\nfrom torch import nn\n" + code)
+    facts = ModuleFacts(module, collect_imports(module))
+    target = None
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            collect_class(stmt, facts)
+            if stmt.name.value == class_name:
+                target = next(s for s in stmt.body.body if isinstance(s, cst.FunctionDef) and s.name.value == function)
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value == function:
+            target = stmt
+    inference = Inference(facts, class_name)
+    inference.run_function(target, is_method=class_name is not None)
+    return {name: value.kind for name, value in inference.env.items()}
+
+
+@pytest.mark.parametrize("code,name,kind", [
+    ("def f(x: torch.Tensor):\n    n = x.shape[0]\n", "n", HOST),
+    ("def f(x: torch.Tensor):\n    m = x > 0\n", "m", DEVICE),
+    ("def f(x: torch.Tensor):\n    v = x.max().item()\n", "v", HOST),
+    ("def f(x: torch.Tensor):\n    h = x.cpu()\n", "h", HOST_TENSOR),
+    ("def f(x: torch.Tensor, dev):\n    h = torch.zeros(3, device='cpu')\n    d = h.to(dev)\n", "d", DEVICE),
+    ("def f(x: torch.Tensor):\n    p = torch.zeros(3, pin_memory=True)\n", "p", HOST_TENSOR),
+    ("def f(x):\n    y = x.view(-1)\n", "x", DEVICE),  # used as a tensor: evidence
+    ("def f(x):\n    y = x + 1\n", "x", UNKNOWN),
+    ("def f(path: str):\n    sd = torch.load(path, map_location='cuda')\n", "sd", UNKNOWN),
+    ("def f(a: int):\n    h = torch.cat([torch.arange(a), torch.arange(a)])\n", "h", HOST_TENSOR),
+    ("def f(x: torch.Tensor):\n    b, s, d = x.size()\n", "s", HOST),
+    ("def f(x: torch.Tensor):\n    xs = []\n", "xs", UNKNOWN),
+])
+def test_kinds(code, name, kind):
+    assert kinds(code)[name] == kind
+
+
+def test_class_attributes_from_init():
+    code = (
+        "class M(nn.Module):\n"
+        "    def __init__(self, n, dev):\n"
+        "        super().__init__()\n"
+        "        self.register_buffer('buf', torch.zeros(n))\n"
+        "        self.w = nn.Parameter(torch.randn(n))\n"
+        "        self.b = nn.Buffer(torch.zeros(n))\n"
+        "        self.pinned = torch.zeros(n, pin_memory=True)\n"
+        "        self.lin = nn.Linear(n, n)\n"
+        "    def f(self, x: torch.Tensor):\n"
+        "        a = self.buf\n        w = self.w\n        b = self.b\n        p = self.pinned\n        y = self.lin(x)\n"
+    )
+    found = kinds(code, "f", "M")
+    assert (found["a"], found["w"], found["b"], found["p"], found["y"]) == (DEVICE, DEVICE, DEVICE, HOST_TENSOR, DEVICE)
+
+
+def test_loops_bind_modules_and_host_indices():
+    code = (
+        "class M(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.layers = nn.ModuleList([nn.Linear(2, 2)])\n"
+        "    def f(self, x: torch.Tensor):\n"
+        "        for i, layer in enumerate(self.layers):\n"
+        "            x = layer(x)\n"
+    )
+    found = kinds(code, "f", "M")
+    assert (found["i"], found["layer"], found["x"]) == (HOST, MODULE, DEVICE)
