@@ -157,6 +157,12 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
         if wanted == EAGER and mode == CAPTURED:
             eager_seeds.append((target, via))
             return
+        place(target, wanted, via, queue)
+
+    def place(target: tuple, wanted: str, via: tuple[str, str] | None, queue: deque) -> None:
+        """Give `target` its region (captured wins over eager) and queue its callees once
+        per (function, self class, region)."""
+        key = target[1]
         if region.get(key) == CAPTURED and wanted == EAGER:
             return  # already captured: what it reaches is captured too
         if key not in region or (region[key] != CAPTURED and wanted == CAPTURED):
@@ -189,16 +195,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             reach(entry, CAPTURED, None, queue)
     run(queue)
     for target, via in eager_seeds:
-        key = target[1]
-        if region.get(key) == CAPTURED:
-            continue
-        if key not in region:
-            graph.order.append(key)
-            region[key], parent[key] = EAGER, via
-        context = (key, target[2], EAGER)
-        if context not in seen_contexts:
-            seen_contexts.add(context)
-            queue.append((target, EAGER))
+        place(target, EAGER, via, queue)
         run(queue)
 
     graph.entries = list(dict.fromkeys(e[1] for e in entries))
