@@ -20,7 +20,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import asdict, fields, is_dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from graphlint import __version__, suppressions
 from graphlint.analysis import FileAnalysis, FileFinding, analyze_source
@@ -263,7 +263,6 @@ def _resolve_code(token: str) -> str | None:
     return None
 
 
-PlacementFn = Callable[[list[dict[str, Any]], Config], dict]
 
 
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
