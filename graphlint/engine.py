@@ -263,8 +263,6 @@ def _resolve_code(token: str) -> str | None:
     return None
 
 
-
-
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
              placements: dict | None = None) -> list[Finding]:
     """Turn per-file analyses into report findings under the config (pure and ordered)."""
