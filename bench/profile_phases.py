@@ -17,7 +17,8 @@ from pathlib import Path
 
 import libcst
 
-from graphlint import analysis, engine
+from graphlint.engine import pool as engine
+from graphlint.analysis import file as analysis
 
 SECONDS: dict[str, float] = defaultdict(float)
 RULES: dict[str, float] = defaultdict(float)

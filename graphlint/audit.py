@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import click
-
 from graphlint import __version__
-from graphlint.config import Config, ConfigError
+from graphlint import callgraph
+from graphlint.config import Config
+from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
 
 SCHEMA = "graphlint-audit/1"
 CAPTURABLE = "capturable"
@@ -132,9 +132,6 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
     """Analyse, build the call graph and classify every reachable function. Raises AuditError
     without entry points, callgraph.EntryPointError for one that names nothing, and
     FileNotFoundError for a missing path."""
-    from graphlint import callgraph
-    from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
-
     tasks = collect_tasks(paths, config)
     files = analyse_all(tasks, jobs or default_jobs(), Cache(cache_dir))
     has_markers = any(f.get("marker") == "entry" for file in files for f in file.get("functions", []))
@@ -173,64 +170,3 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
     if not result.entry_points:
         result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result
-
-
-@click.command("audit")
-@click.argument("paths", nargs=-1, type=click.Path())
-@click.option("--entry-point", "-e", "entry_points", multiple=True, metavar="MODULE:QUALNAME",
-              help="Root of the captured region (repeatable); replaces [tool.graphlint] entry-points.")
-@click.option("--eager", "eager", multiple=True, metavar="MODULE:QUALNAME", help="An eager break inside the step (repeatable).")
-@click.option("--host", "host", multiple=True, metavar="MODULE:QUALNAME", help="Host code outside the graph (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the audit here (atomically).")
-@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
-def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: tuple[str, ...], host: tuple[str, ...],
-                  fmt: str, output: str | None, config_file: str | None, jobs: int | None, no_cache: bool,
-                  cache_dir: str | None) -> None:
-    """List every function reachable from the entry points with its region and class.
-
-    Exit 0 when every reachable captured function is capturable, 1 otherwise, 2 on errors.
-    """
-    import dataclasses
-    import io
-    import sys
-
-    from graphlint.cli import EXIT_OK, EXIT_VIOLATIONS, _split, fail, load_config
-    from graphlint.report import write_atomic
-
-    config = load_config(config_file)
-    changes: dict[str, Any] = {}
-    if entry_points:
-        changes["entry_points"] = _split(entry_points)
-    if eager:
-        changes["eager"] = config.eager + _split(eager)
-    if host:
-        changes["host"] = config.host + _split(host)
-    config = dataclasses.replace(config, **changes)
-    targets: Sequence[str | Path] = paths or [str(config.root / p) for p in config.paths] or (".",)
-    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
-    try:
-        result = run(targets, config, jobs=jobs, cache_dir=cache_folder)
-    except FileNotFoundError as error:
-        fail(f"path not found: {error}")
-        return
-    except (AuditError, ConfigError) as error:
-        fail(str(error))
-        return
-    if fmt == "json":
-        text = json.dumps(result.to_dict(), indent=2) + "\n"
-    else:
-        from graphlint.views.audit_text import render
-
-        stream = io.StringIO() if output else sys.stdout
-        render(result, stream, color=False if output else None)
-        text = stream.getvalue() if output else ""
-    if output:
-        write_atomic(output, text)
-        click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
-    elif text:
-        sys.stdout.write(text)
-    sys.exit(EXIT_VIOLATIONS if result.verdict() == "fail" else EXIT_OK)

@@ -6,37 +6,20 @@ error. The CLI only wires options to the engine and a report to a writer.
 from __future__ import annotations
 
 import io
+import json
 import sys
 import traceback
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import click
 
 from graphlint import __version__
-from graphlint.audit import audit_command
-from graphlint.config import Config, ConfigError, load
+from graphlint.config import Config, ConfigError
+from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
 from graphlint.report import Report, dumps, write_atomic
 
-EXIT_OK, EXIT_VIOLATIONS, EXIT_ERROR = 0, 1, 2
 FORMATS = ["text", "json", "sarif", "github"]
-
-
-def _split(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(item.strip() for value in values for item in value.split(",") if item.strip())
-
-
-def fail(message: str) -> None:
-    click.echo(f"graphlint: error: {message}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
-def load_config(config_file: str | None) -> Config:
-    try:
-        return load(config_file)
-    except ConfigError as error:
-        fail(str(error))
-        raise  # unreachable
 
 
 def render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool = False,
@@ -141,7 +124,7 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
                   show_suppressed=show_suppressed)
     if outcome is not None and not quiet:
-        from graphlint.baseline import describe
+        from graphlint.gating.baseline import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
     sys.exit(exit_code(report))
@@ -160,7 +143,7 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
     analysed = targets
     try:
         if diff_rev is not None:
-            from graphlint import diff
+            from graphlint.gating import diff
             from graphlint.discovery import relative_posix
 
             try:
@@ -173,19 +156,19 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
                 # Without entry points a file's regions do not depend on other files: analyse only these.
                 wanted = set(changed)
                 analysed = [full for rel, full in collect_tasks(targets, config) if rel in wanted]
-        static = run_check(analysed, config, _split(select), _split(ignore), jobs=jobs, cache_dir=cache_folder)
+        static = run_check(analysed, config, split_list(select), split_list(ignore), jobs=jobs, cache_dir=cache_folder)
     except FileNotFoundError as error:
         fail(f"path not found: {error}")
         raise  # unreachable
     if changed is not None:
-        from graphlint import diff
+        from graphlint.gating import diff
 
         diff.narrow(static, changed, diff_rev or "")
     return targets, static
 
 
 def _apply_baseline(static, baseline_file: str, root: Path):
-    from graphlint import baseline
+    from graphlint.gating import baseline
 
     try:
         known = baseline.load(baseline_file)
@@ -212,7 +195,7 @@ def baseline_group() -> None:
 def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...], ignore: tuple[str, ...],
                    config_file: str | None, jobs: int | None, no_cache: bool) -> None:
     """Check PATHS as `check` does and record every unsuppressed finding in the baseline file."""
-    from graphlint import baseline
+    from graphlint.gating import baseline
 
     config = load_config(config_file)
     _, static = _static_check(paths, config, select, ignore, jobs, no_cache, None)
@@ -232,7 +215,7 @@ def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...],
 def gate(report_file: str, baseline_file: str | None, fmt: str, output: str | None, quiet: bool,
          exit_zero: bool) -> None:
     """Pass (exit 0) or fail (exit 1) on a report written earlier; exit 2 if it cannot be read."""
-    from graphlint import gate as gating
+    from graphlint.gating import gate as gating
 
     try:
         report = gating.load_report(report_file)
@@ -245,7 +228,7 @@ def gate(report_file: str, baseline_file: str | None, fmt: str, output: str | No
         outcome = _apply_baseline(report.static, baseline_file, root)
     render_report(report, fmt, output, root, quiet=quiet)
     if outcome is not None and not quiet:
-        from graphlint.baseline import describe
+        from graphlint.gating.baseline import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
     sys.exit(gating.PASS if exit_zero else gating.verdict(report))
@@ -295,6 +278,64 @@ def clean(cache_dir: str | None) -> None:
         click.echo(f"removed {folder}")
 
 
+@main.command("audit")
+@click.argument("paths", nargs=-1, type=click.Path())
+@click.option("--entry-point", "-e", "entry_points", multiple=True, metavar="MODULE:QUALNAME",
+              help="Root of the captured region (repeatable); replaces [tool.graphlint] entry-points.")
+@click.option("--eager", "eager", multiple=True, metavar="MODULE:QUALNAME", help="An eager break inside the step (repeatable).")
+@click.option("--host", "host", multiple=True, metavar="MODULE:QUALNAME", help="Host code outside the graph (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the audit here (atomically).")
+@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
+@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
+@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: tuple[str, ...], host: tuple[str, ...],
+                  fmt: str, output: str | None, config_file: str | None, jobs: int | None, no_cache: bool,
+                  cache_dir: str | None) -> None:
+    """List every function reachable from the entry points with its region and class.
+
+    Exit 0 when every reachable captured function is capturable, 1 otherwise, 2 on errors.
+    """
+    import dataclasses
+
+    from graphlint.audit import AuditError, run as run_audit
+
+    config = load_config(config_file)
+    changes: dict[str, Any] = {}
+    if entry_points:
+        changes["entry_points"] = split_list(entry_points)
+    if eager:
+        changes["eager"] = config.eager + split_list(eager)
+    if host:
+        changes["host"] = config.host + split_list(host)
+    config = dataclasses.replace(config, **changes)
+    targets: Sequence[str | Path] = paths or [str(config.root / p) for p in config.paths] or (".",)
+    cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    try:
+        result = run_audit(targets, config, jobs=jobs, cache_dir=cache_folder)
+    except FileNotFoundError as error:
+        fail(f"path not found: {error}")
+        return
+    except (AuditError, ConfigError) as error:
+        fail(str(error))
+        return
+    if fmt == "json":
+        text = json.dumps(result.to_dict(), indent=2) + "\n"
+    else:
+        from graphlint.views.audit_text import render
+
+        stream = io.StringIO() if output else sys.stdout
+        render(result, stream, color=False if output else None)
+        text = stream.getvalue() if output else ""
+    if output:
+        write_atomic(output, text)
+        click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
+    elif text:
+        sys.stdout.write(text)
+    sys.exit(EXIT_VIOLATIONS if result.verdict() == "fail" else EXIT_OK)
+
+
 def _register_optional_commands() -> None:
     """Commands whose modules may be absent in a partial install (torch for runtime)."""
     try:
@@ -312,7 +353,6 @@ def _register_optional_commands() -> None:
 
 
 _register_optional_commands()
-main.add_command(audit_command)
 
 if __name__ == "__main__":
     main()

@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphlint import suppressions
-from graphlint.analysis import analyze_source
+from graphlint.analysis import suppressions
+from graphlint.analysis.file import analyze_source
 from graphlint.config import Config
-from graphlint.engine import _analysis_to_dict, finalize
+from graphlint.engine import finalize
+from graphlint.engine.pool import analysis_to_dict
 from graphlint.report import Finding
 from graphlint.rules import ALL_RULES
 
@@ -20,5 +21,5 @@ def lint_snippet(code: str, path: str = "snippet.py", config: Config | None = No
     if prelude and "import torch" not in code:
         code = PRELUDE + code
     result = analyze_source(path, code, ALL_RULES, force=True)
-    data = _analysis_to_dict(result, suppressions.scan(code))
+    data = analysis_to_dict(result, suppressions.scan(code))
     return finalize([data], config or Config(root=Path(".")), select, ())

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from graphlint.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
-from graphlint.rule import Context
+from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
+from graphlint.analysis.rule import Context
 
 __all__ = ["method_name", "receiver", "keyword", "positional", "maybe_device", "is_device", "first_arg"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from graphlint import catalog
-from graphlint.children import iter_code
-from graphlint.names import dotted
-from graphlint.rule import Context, Rule
+from graphlint.analysis import catalog
+from graphlint.analysis.children import iter_code
+from graphlint.analysis.names import dotted
+from graphlint.analysis.rule import Context, Rule
 from ._calls import is_device, keyword, method_name, positional, receiver
 
 _FACTORIES = catalog.names("factories", "names")

@@ -18,10 +18,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from graphlint.children import code_children
-from graphlint.inference import DEVICE, HOST, HOST_TENSOR, MODULE, annotation_value
-from graphlint.names import dotted
-from graphlint.rule import Context, Example, Rule
+from graphlint.analysis.children import code_children
+from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, annotation_value
+from graphlint.analysis.names import dotted
+from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import keyword, maybe_device, method_name, positional, receiver
 
 _SYNCHRONIZE = frozenset({"torch.cuda.synchronize", "torch.synchronize", "torch.accelerator.synchronize"})

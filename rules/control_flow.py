@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from graphlint import catalog
-from graphlint.rule import Context, Rule
+from graphlint.analysis import catalog
+from graphlint.analysis.rule import Context, Rule
 from ._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from graphlint import catalog
-from graphlint.rule import Context, Rule
+from graphlint.analysis import catalog
+from graphlint.analysis.rule import Context, Rule
 from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
 
 

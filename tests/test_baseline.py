@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint.baseline import BASELINE_REASON, fingerprint_findings
+from graphlint.engine.fingerprints import fingerprint_findings
+from graphlint.gating.baseline import BASELINE_REASON
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check as run_check

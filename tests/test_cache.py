@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint import __version__, baseline, callgraph, engine
+from graphlint import __version__
+from graphlint.engine import cache as engine_cache, fingerprints, pool
+from graphlint import callgraph
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check
@@ -59,8 +61,8 @@ def test_a_warm_run_neither_parses_nor_reads_source_for_fingerprints(project, tm
     def must_not_run(*args, **kwargs):
         raise AssertionError("a warm run analysed or read a file")
 
-    monkeypatch.setattr(engine, "analyze_source", must_not_run)
-    monkeypatch.setattr(baseline, "_read", must_not_run)
+    monkeypatch.setattr(pool, "analyze_source", must_not_run)
+    monkeypatch.setattr(fingerprints, "_read", must_not_run)
     assert text(run(project, cache)) == text(cold)
 
 
@@ -86,7 +88,7 @@ def test_the_config_is_applied_after_the_cache(project, tmp_path):
 def test_another_graphlint_misses_every_entry(project, tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     run(project, cache)
-    monkeypatch.setattr(engine, "rules_fingerprint", lambda: "another version")
+    monkeypatch.setattr(engine_cache, "rules_fingerprint", lambda: "another version")
     assert run(project, cache).stats["cache_hits"] == 0
 
 
@@ -103,7 +105,7 @@ def test_a_damaged_entry_is_analysed_again(project, tmp_path):
 
 
 def test_a_result_that_is_not_json_stays_uncached_without_failing(project, tmp_path, monkeypatch):
-    analyse = engine.analyse_file
+    analyse = pool.analyse_file
 
     def with_bytes(task):
         data = analyse(task)
@@ -111,7 +113,7 @@ def test_a_result_that_is_not_json_stays_uncached_without_failing(project, tmp_p
             data["extra"]["oops"] = b"bytes"
         return data
 
-    monkeypatch.setattr(engine, "analyse_file", with_bytes)
+    monkeypatch.setattr(pool, "analyse_file", with_bytes)
     cache = tmp_path / "cache"
     run(project, cache)
     warm = run(project, cache)

@@ -1,4 +1,4 @@
-"""graphlint.children must be libcst's `.children`, only faster: same nodes, same order, for
+"""graphlint.analysis.children must be libcst's `.children`, only faster: same nodes, same order, for
 every node of real code and of a snippet that uses every kind of syntax."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from graphlint import children as fast
+from graphlint.analysis import children as fast
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,7 +58,7 @@ while x:
 
 
 def corpus() -> list[cst.Module]:
-    files = sorted((REPO / "dsv4_model").glob("*.py"))[:6] + [REPO / "graphlint" / "inference.py"]
+    files = sorted((REPO / "dsv4_model").glob("*.py"))[:6] + [REPO / "graphlint" / "analysis" / "inference.py"]
     return [cst.parse_module(EVERY_SYNTAX)] + [cst.parse_module(f.read_text("utf-8")) for f in files]
 
 

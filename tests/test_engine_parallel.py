@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from graphlint import __version__, engine
+from graphlint import __version__
+from graphlint.engine import pool
 from graphlint.config import Config
 from graphlint.engine import check
 from graphlint.report import Report, dumps
@@ -28,7 +29,7 @@ def report_text(paths, config: Config, jobs: int) -> tuple[str, dict]:
 @pytest.fixture
 def workers_even_for_small_trees(monkeypatch):
     # The tree is small enough that graphlint would rightly stay in one process.
-    monkeypatch.setattr(engine, "_PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(pool, "_PARALLEL_MIN_BYTES", 0)
 
 
 def test_jobs_1_and_2_give_byte_identical_reports(workers_even_for_small_trees):
@@ -57,14 +58,14 @@ forked_workers = pytest.mark.skipif(not sys.platform.startswith("linux"), reason
 
 @forked_workers
 def test_results_keep_input_order_when_workers_finish_out_of_order(workers_even_for_small_trees, monkeypatch):
-    analyse = engine.analyse_file
+    analyse = pool.analyse_file
 
     def first_file_last(task):
         if task[0] == "dsv4_model/__init__.py":
             time.sleep(0.3)  # the first file of the input finishes after all the others
         return analyse(task)
 
-    monkeypatch.setattr(engine, "analyse_file", first_file_last)  # workers fork with it
+    monkeypatch.setattr(pool, "analyse_file", first_file_last)  # workers fork with it
     config = Config(root=REPO)
     serial = check(TREE, config, jobs=1)
     parallel = check(TREE, config, jobs=2)
@@ -75,14 +76,14 @@ def test_results_keep_input_order_when_workers_finish_out_of_order(workers_even_
 
 @forked_workers
 def test_a_worker_failure_is_raised_not_hung(workers_even_for_small_trees, monkeypatch):
-    analyse = engine.analyse_file
+    analyse = pool.analyse_file
 
     def broken(task):
         if task[0].endswith("reference.py"):
             raise RuntimeError("rule crashed")
         return analyse(task)
 
-    monkeypatch.setattr(engine, "analyse_file", broken)
+    monkeypatch.setattr(pool, "analyse_file", broken)
     with pytest.raises(RuntimeError, match="rule crashed"):
         check(TREE, Config(root=REPO), jobs=2)
 

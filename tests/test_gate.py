@@ -122,7 +122,6 @@ def test_diff_reports_only_changed_and_untracked_files(tmp_path: Path, monkeypat
 
 def test_diff_with_entry_points_places_functions_from_the_whole_package(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch):
-    pytest.importorskip("graphlint.callgraph", reason="entry points need graphlint.callgraph")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pyproject.toml").write_text('[tool.graphlint]\npaths = ["pkg"]\n'
                                              'entry-points = ["pkg.step:decode_step"]\n')

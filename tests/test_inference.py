@@ -4,8 +4,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from graphlint.inference import DEVICE, HOST, HOST_TENSOR, MODULE, UNKNOWN, Inference, ModuleFacts, collect_class
-from graphlint.names import collect_imports
+from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, UNKNOWN, Inference, ModuleFacts, collect_class
+from graphlint.analysis.names import collect_imports
 
 
 def kinds(code: str, function: str = "f", class_name: str | None = None) -> dict[str, str]:

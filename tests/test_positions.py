@@ -1,4 +1,4 @@
-"""graphlint.positions gives each asked-for node the range libcst's PositionProvider gives it,
+"""graphlint.analysis.positions gives each asked-for node the range libcst's PositionProvider gives it,
 whether it is asked for alone, with others, or with every node of the file."""
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from pathlib import Path
 
-from graphlint.children import iter_code
-from graphlint.positions import positions
+from graphlint.analysis.children import iter_code
+from graphlint.analysis.positions import positions
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from graphlint.baseline import BASELINE_REASON
+from graphlint.gating.baseline import BASELINE_REASON
 from graphlint.report import Finding, Report
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

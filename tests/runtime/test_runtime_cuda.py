@@ -124,7 +124,6 @@ def test_data_dependent_output_fails_the_capture(runs):
 
 @pytest.mark.slow
 def test_bundled_graph_safe_step_passes_300_steps():
-    pytest.importorskip("dsv4_model.target")
     runtime = run_harness(None, "cuda:0", None)
     assert runtime["sync_events"] == [], runtime["sync_events"]
     assert _capture(runtime)["status"] == "captured"
@@ -134,7 +133,6 @@ def test_bundled_graph_safe_step_passes_300_steps():
 
 
 def test_bundled_reference_fails_sync_and_capture():
-    pytest.importorskip("dsv4_model.target")
     runtime = run_harness("reference", "cuda:0", 8, bench=False)
     kinds = {e["kind"] for e in runtime["sync_events"] if e["path"] == "dsv4_model/reference.py"}
     assert {"host-read", "dynamic-shape"} <= kinds

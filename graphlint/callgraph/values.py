@@ -17,7 +17,7 @@ import builtins
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from graphlint.regions import module_name
+from graphlint.callgraph.regions import module_name
 
 INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
 LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"

@@ -4,7 +4,7 @@ From the entry points (`[tool.graphlint] entry-points` and `# graphlint: entry` 
 graph follows plain calls and imports, `self.method()`, submodules assigned in `__init__` and
 called (`self.attn(x)` reaches `Attention.forward`), module lists iterated (`for layer in
 self.layers: layer(x)`), `super().forward`, and functions passed as arguments. Nothing is
-imported or run: the per-file facts (graphlint.callgraph_facts) are evaluated lazily, once
+imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated lazily, once
 every file is known, by graphlint.callgraph_values. A call whose target cannot be determined is listed in `unresolved`
 with the reason, never guessed; calls into libraries (torch, the standard library) are not
 listed. Regions: entry points and their callees are `captured`; an `eager` function and what
@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from graphlint.callgraph_values import DYN, EXT, FN, INST, PEXT, Project
+from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
 from graphlint.config import Config, ConfigError
-from graphlint.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, listed, module_name
+from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, listed, module_name
 
 
 # Tensor methods that nn.Module (and so a linted class) also defines: on a value of unknown

@@ -13,12 +13,12 @@ from typing import Any, Sequence
 
 import libcst as cst
 
-from graphlint.callgraph_facts import callgraph_facts
-from graphlint.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
-from graphlint.inference import Inference, ModuleFacts, collect_class
-from graphlint.names import collect_imports
-from graphlint.positions import positions as node_positions
-from graphlint.rule import Context, RawFinding, Rule
+from graphlint.analysis.call_facts import callgraph_facts
+from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
+from graphlint.analysis.inference import Inference, ModuleFacts, collect_class
+from graphlint.analysis.names import collect_imports
+from graphlint.analysis.positions import positions as node_positions
+from graphlint.analysis.rule import Context, RawFinding, Rule
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
 # a sync method has nothing for these rules.
@@ -65,7 +65,7 @@ class FileAnalysis:
     functions: list[dict[str, Any]] = field(default_factory=list)
     parse_error: dict[str, Any] | None = None
     skipped: bool = False
-    # Facts for the call graph (filled by graphlint.callgraph when entry points are in use).
+    # Facts for the call graph (filled by graphlint.callgraph.graph when entry points are in use).
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, ClassVar
 import libcst as cst
 
 if TYPE_CHECKING:
-    from graphlint.inference import FunctionFacts, Value
-    from graphlint.names import ImportMap
+    from graphlint.analysis.inference import FunctionFacts, Value
+    from graphlint.analysis.names import ImportMap
 
 FAMILIES = {
     "1": "sync",

@@ -13,9 +13,9 @@ from typing import Iterable
 
 import libcst as cst
 
-from graphlint import catalog
-from graphlint.children import code_children, iter_code
-from graphlint.names import ImportMap, dotted
+from graphlint.analysis import catalog
+from graphlint.analysis.children import code_children, iter_code
+from graphlint.analysis.names import ImportMap, dotted
 
 DEVICE = "device"  # a tensor on the accelerator (or a tensor of unknown device in step code)
 HOST_TENSOR = "host_tensor"  # a CPU tensor (created without device=, pinned, or .cpu())

@@ -2,7 +2,7 @@
 
 Nothing is resolved here: each function's calls, the values its local names may hold and the
 attributes its class assigns to `self` are recorded as small symbolic expressions (JSON lists),
-and graphlint.callgraph evaluates them once every linted file is known. The facts are cached
+and graphlint.callgraph.graph evaluates them once every linted file is known. The facts are cached
 with the file's analysis, so they must stay JSON-serialisable and small.
 
 Expression encoding (a string is a name; a list's first item is its tag):
@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 import libcst as cst
 
-from graphlint.children import compound_bodies, suite_body
-from graphlint.names import dotted
+from graphlint.analysis.children import compound_bodies, suite_body
+from graphlint.analysis.names import dotted
 
 _MAX_DEPTH = 6  # deeper expressions are never receivers the call graph can follow
 _MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)

@@ -1,0 +1,108 @@
+"""Turn per-file analyses into report findings under the config: regions, rule selection
+(codes, prefixes and names, the longest prefix winning as in ruff), per-file ignores,
+severities and inline suppressions. Pure and ordered, so the report is identical for any --jobs.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from graphlint.analysis import suppressions
+from graphlint.analysis.file import FileFinding
+from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
+from graphlint.config import Config
+from graphlint.discovery import is_excluded
+from graphlint.report import Finding
+from graphlint.rules import BY_CODE, BY_NAME
+
+
+def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    def hit(patterns: Sequence[str]) -> int:
+        # The longest matching prefix wins, as in ruff: --select GL1 --ignore GL101.
+        best = -1
+        for pattern in patterns:
+            pattern = pattern.upper()
+            if pattern == "ALL" or code.startswith(pattern):
+                best = max(best, 0 if pattern == "ALL" else len(pattern))
+        return best
+
+    chosen = hit(select) if select else 0
+    dropped = hit(ignore)
+    return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
+
+
+def _resolve_code(token: str) -> str | None:
+    upper = token.upper()
+    if upper in BY_CODE:
+        return upper
+    if token in BY_NAME:
+        return BY_NAME[token].code
+    if upper.startswith("GL") and any(code.startswith(upper) for code in BY_CODE):
+        return upper
+    return None
+
+
+def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
+             placements: dict | None = None) -> list[Finding]:
+    """Turn per-file analyses into report findings under the config (pure and ordered)."""
+    if placements is None:
+        placements = default_placements(files, config.host, config.eager)
+    findings: list[Finding] = []
+    for file in files:
+        path = file["path"]
+        file_ignores = [code for pattern, codes in config.per_file_ignores.items()
+                        if is_excluded(path, [pattern]) for code in codes]
+        sup_by_line = {int(k): [suppressions.Suppression(**{**s, "codes": tuple(s["codes"])}) for s in v]
+                       for k, v in file.get("suppressions", {}).items()}
+        candidates: list[tuple[FileFinding | None, dict]] = []
+        if file.get("parse_error"):
+            error = file["parse_error"]
+            candidates.append((None, {"rule": "GL900", "function": None, "line": error["line"], "col": error["col"],
+                                      "end_line": error["line"], "end_col": error["col"], "statement_line": error["line"],
+                                      "message": f"{BY_CODE['GL900'].message}: {error['message']}",
+                                      "fix": BY_CODE["GL900"].fix, "region": "module", "reached_via": ()}))
+        for raw in file.get("findings", []):
+            placement = placements.get((path, raw["function"]), Placement(CAPTURED))
+            rule = BY_CODE[raw["rule"]]
+            # Capture orchestration rules (GL5xx) judge the code that captures and replays,
+            # which is host code by design, so they hold in every region; a `host_code_only`
+            # one leaves per-step regions to the sync rule that reports the same node (GL106).
+            orchestration = getattr(rule, "applies_in_host_code", False)
+            if placement.region in (HOST, UNREACHED) and not orchestration:
+                continue
+            if orchestration and getattr(rule, "host_code_only", False) and placement.region in (CAPTURED, EAGER):
+                continue
+            if placement.region == EAGER and rule.capture_only:
+                continue
+            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via}))
+        for line, items in sup_by_line.items():
+            for item in items:
+                for token in item.codes:
+                    if _resolve_code(token) is None:
+                        candidates.append((None, {"rule": "GL901", "function": None, "line": line, "col": item.col,
+                                                  "end_line": line, "end_col": item.col, "statement_line": line,
+                                                  "message": f"suppression names unknown rule '{token}'",
+                                                  "fix": BY_CODE["GL901"].fix, "region": "module", "reached_via": ()}))
+        for _, raw in candidates:
+            code = raw["rule"]
+            rule = BY_CODE[code]
+            if not _selected(code, select, ignore) or (file_ignores and not _selected(code, (), file_ignores)):
+                continue
+            severity = config.severity.get(code) or next(
+                (v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0])) if code.startswith(k)),
+                rule.severity)
+            if severity == "off":
+                continue
+            suppressed, reason = False, None
+            for line in {raw["line"], raw.get("statement_line", raw["line"])}:
+                for item in sup_by_line.get(line, []):
+                    if code != "GL901" and suppressions.matches(item, code, rule.name):
+                        suppressed, reason = True, item.reason
+            findings.append(Finding(
+                rule=code, family=rule.family(), severity=severity, path=path,
+                line=raw["line"], col=raw["col"], end_line=raw["end_line"], end_col=raw["end_col"],
+                function=raw["function"], region=raw["region"], message=raw["message"], fix=raw["fix"],
+                name=rule.name, suppressed=suppressed, suppression_reason=reason,
+                reached_via=tuple(raw["reached_via"]),
+            ))
+    findings.sort(key=Finding.sort_key)
+    return findings

@@ -1,0 +1,121 @@
+"""The package layout is the pipeline: each module imports only modules of its own stage or of
+stages below it, and no import cycle exists. Imports are read from the source (nothing is
+imported), including imports inside functions."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Stages from the bottom up. A module's stage is the first prefix that matches its dotted name.
+STAGES = [
+    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.exits"]),
+    ("discovery", ["graphlint.discovery"]),
+    ("analysis", ["graphlint.analysis"]),
+    ("rules", ["graphlint.rules"]),
+    ("callgraph", ["graphlint.callgraph"]),
+    ("engine", ["graphlint.engine"]),
+    ("library", ["graphlint.gating", "graphlint.audit", "graphlint.testing"]),
+    # The runtime half stands beside the static one; views render the sections of both.
+    ("runtime", ["graphlint.runtime"]),
+    ("views", ["graphlint.views"]),
+    ("cli", ["graphlint.cli", "graphlint.__main__"]),
+]
+
+
+def _module_name(path: Path) -> str:
+    if path.is_relative_to(ROOT / "rules"):
+        parts = ["graphlint", "rules", *path.relative_to(ROOT / "rules").with_suffix("").parts]
+    else:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _modules() -> dict[str, Path]:
+    files = [*(ROOT / "graphlint").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]
+    return {_module_name(path): path for path in files}
+
+
+def _imports(name: str, path: Path, known: set[str]) -> set[str]:
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            targets = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for target in targets:
+            # The deepest known module the import names (`from graphlint.analysis import catalog`
+            # names graphlint.analysis.catalog).
+            while target and target not in known:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                found.add(target)
+    return found
+
+
+def _stage(name: str) -> int:
+    best, index = -1, -1
+    for position, (_, prefixes) in enumerate(STAGES):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best:
+                best, index = len(prefix), position
+    assert index >= 0, f"{name} belongs to no stage: add it to STAGES"
+    return index
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = _modules()
+    known = set(modules)
+    return {name: _imports(name, path, known) for name, path in modules.items()}
+
+
+def test_every_module_belongs_to_a_stage():
+    for name in _modules():
+        _stage(name)
+
+
+def test_no_module_imports_a_stage_above_its_own():
+    upward = [f"{name} ({STAGES[_stage(name)][0]}) imports {target} ({STAGES[_stage(target)][0]})"
+              for name, targets in _graph().items() for target in sorted(targets)
+              if name != "graphlint" and _stage(target) > _stage(name)]
+    assert upward == []
+
+
+def test_there_is_no_import_cycle():
+    graph = _graph()
+    # A package's __init__ re-exporting its own modules is not a cycle of the pipeline.
+    edges = {name: {t for t in targets if not name.startswith(t + ".")} for name, targets in graph.items()}
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for target in sorted(edges.get(node, ())):
+            if state.get(target) == 1:
+                cycles.append(trail[trail.index(target):] + [target] if target in trail else [node, target])
+            elif target not in state:
+                visit(target, trail + [target])
+        state[node] = 2
+
+    for name in sorted(edges):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    # The test above must be able to fail: an analysis module importing the engine is upward.
+    module = tmp_path / "probe.py"
+    module.write_text("from graphlint.engine import check\n")
+    found = _imports("graphlint.analysis.probe", module, set(_modules()))
+    assert "graphlint.engine" in found and _stage("graphlint.engine") > _stage("graphlint.analysis.probe")
