@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import hazards, targets, tracing
+from graphlint.runtime import catalog, hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor, tensors_of
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
@@ -228,8 +228,11 @@ class _DeviceRun:
                 with torch.cuda.graph(graph, stream=self.stream):
                     static_out = self.target.step()
             except Exception as exc:
+                cause = self._cause_of(exc)
                 capture.update(verdict="fail", status="failed", error=f"{type(exc).__name__}: {exc}"[:800],
-                               cause=self._cause_of(exc))
+                               cause=cause)
+                capture.update(catalog.explain_capture_error(str(exc), (cause or {}).get("op"))
+                               or {k: cause[k] for k in ("explanation", "fix") if cause and k in cause})
                 graph = None
             finally:
                 torch.cuda.set_sync_debug_mode("default")
@@ -243,7 +246,8 @@ class _DeviceRun:
             capture.update(verdict="fail", status="empty",
                            error="the captured graph is empty: the step's work ran on another device or stream "
                                  "than the capturing one (replay would return stale capture-time data)",
-                           cause=self._empty_cause())
+                           cause=self._empty_cause(),
+                           explanation=hazards.WHY["other-device"], fix=hazards.FIX["other-device"])
         else:
             capture.update(verdict="pass", status="captured", error=None)
         return graph, static_out
@@ -358,7 +362,7 @@ class _DeviceRun:
                 if (event["path"], event["line"]) == (top["path"], top["line"]):
                     return tracing.cause(event)
             kind = "sync" if SYNC_MESSAGE in str(exc) else "capture-error"
-            return {"op": "unknown", "kind": kind, **top}
+            return {"op": "unknown", "kind": kind, **top, **catalog.explain("sync", "unknown")}
         return tracing.cause(self.events[0]) if self.events else None
 
     def _empty_cause(self) -> dict | None:
