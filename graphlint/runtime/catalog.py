@@ -293,10 +293,11 @@ def explain(kind: str, op: str) -> dict:
 def explain_capture_error(message: str, op: str | None = None) -> dict | None:
     """`{explanation, fix}` for a capture error torch raised; `op` is the cause's op when known.
 
-    A catalogued CUDA-only op whose recorded capture error matches is named (grouped_mm's copy
-    error); otherwise the message's text decides, and None means it is not a known one."""
+    A catalogued CUDA-only op is named with its own fix (grouped_mm: its copy error, or the sync
+    error when sync debug mode is armed); otherwise the message's text decides, and None means it
+    is not a known one."""
     sync_op = _sync_op(op) if op else None
-    if sync_op is not None and sync_op.capture_error and sync_op.capture_error in message:
+    if sync_op is not None:
         return {"explanation": f"{sync_op.op}: {sync_op.reason} ({sync_op.seen_on})", "fix": sync_op.fix}
     for text, why, fix in CAPTURE_ERRORS:
         if text in message:

@@ -231,8 +231,7 @@ class _DeviceRun:
                 cause = self._cause_of(exc)
                 capture.update(verdict="fail", status="failed", error=f"{type(exc).__name__}: {exc}"[:800],
                                cause=cause)
-                capture.update(catalog.explain_capture_error(str(exc), (cause or {}).get("op"))
-                               or {k: cause[k] for k in ("explanation", "fix") if cause and k in cause})
+                capture.update(_explain_capture(str(exc), cause))
                 graph = None
             finally:
                 torch.cuda.set_sync_debug_mode("default")
@@ -370,6 +369,15 @@ class _DeviceRun:
             if h["hazard"] == "other-device":
                 return tracing.cause(h, kind="other-device")
         return None
+
+
+def _explain_capture(message: str, cause: dict | None) -> dict:
+    """Why the capture failed and the fix: the cause's own when the sync phase named its op (that
+    says what to change at that line), else what torch's message tells."""
+    from_cause = {k: cause[k] for k in ("explanation", "fix") if cause and cause.get(k)}
+    if cause and cause.get("op") != "unknown" and from_cause:
+        return from_cause
+    return catalog.explain_capture_error(message, (cause or {}).get("op")) or from_cause
 
 
 def _finite(value: float) -> float | None:
