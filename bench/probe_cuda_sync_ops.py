@@ -31,9 +31,21 @@ def probes(dev: torch.device) -> dict:
     sorted_ = torch.sort(torch.rand(32, device=dev)).values
     idx = torch.randint(0, 64, (16,), device=dev)
     qkv = torch.randn(1, 4, 8, 16, device=dev, dtype=torch.bfloat16)
+    grouped = {}
+    # grouped_mm by dtype and weight layout (transformers passes `weight.transpose(-2, -1)`), with
+    # decode-sized groups: 2 rows, some experts empty (offsets 0, 2, 2, 2).
+    few = torch.tensor([0, 2, 2, 2], device=dev, dtype=torch.int32)
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        name = str(dtype).replace("torch.", "")
+        a_d, w_d = a.to(dtype), w.to(dtype)
+        grouped[f"torch._grouped_mm {name}"] = lambda a_d=a_d, w_d=w_d: torch._grouped_mm(a_d, w_d, offs=offs)
+        grouped[f"torch._grouped_mm {name} transposed weight"] = (
+            lambda a_d=a_d, w_d=w_d: torch._grouped_mm(a_d, w_d.transpose(-2, -1), offs=offs))
+        grouped[f"F.grouped_mm {name} transposed, 2 rows"] = (
+            lambda a_d=a_d, w_d=w_d: torch.nn.functional.grouped_mm(a_d[:2], w_d.transpose(-2, -1), offs=few))
     return {
-        "torch._grouped_mm": lambda: torch._grouped_mm(a, w, offs=offs),
-        "torch.nn.functional.grouped_mm": lambda: torch.nn.functional.grouped_mm(a, w, offs=offs),
+        "control: x.sum().item()": lambda: x.sum().item(),
+        **grouped,
         "torch.randperm(20000)": lambda: torch.randperm(20000, device=dev),
         "torch.randperm(16)": lambda: torch.randperm(16, device=dev),
         "torch.multinomial(replacement=False)": lambda: torch.multinomial(p, 4, replacement=False),
