@@ -47,7 +47,9 @@ class SyncOp:
     fix: str
     torch: str
     device: str
+    dtypes: tuple[str, ...] = ()  # empty: any dtype
     seen_in: str = ""
+    not_seen: str = ""
     capture_error: str = ""
 
     @property
@@ -59,4 +61,5 @@ class SyncOp:
 def cuda_sync_ops() -> tuple[SyncOp, ...]:
     """The ops that synchronize or cannot be captured on CUDA while their CPU run shows nothing."""
     entries = _load("cuda_sync_ops.toml").get("op", [])
-    return tuple(SyncOp(**{**entry, "python": tuple(entry.get("python", ()))}) for entry in entries)
+    return tuple(SyncOp(**{**entry, "python": tuple(entry.get("python", ())), "dtypes": tuple(entry.get("dtypes", ()))})
+                 for entry in entries)

@@ -42,6 +42,7 @@ class OpRule:
     reason: str
     checked: str
     when: str = "always"  # a condition name understood by intercept.py
+    dtypes: tuple[str, ...] = ()  # for when="dtype": the first tensor argument's dtypes that fire
 
 
 # aten ops, matched on the overload packet (`aten.index_put_` matches `.default` too).
@@ -189,7 +190,8 @@ SEEN_BY_SYNC_MODE = frozenset({"torch.cuda.Stream.synchronize"})
 # Ops that only a GPU run shows (graphlint/data/cuda_sync_ops.toml): flagged on the CPU emulation as
 # they would be on CUDA, and on CUDA they name the op behind a sync debug mode warning.
 CUDA_ONLY_RULES: tuple[OpRule, ...] = tuple(
-    OpRule(entry.op, entry.kind, f"{entry.reason} ({entry.seen_on})", entry.seen_on)
+    OpRule(entry.op, entry.kind, f"{entry.reason} ({entry.seen_on})", entry.seen_on,
+           when="dtype" if entry.dtypes else "always", dtypes=entry.dtypes)
     for entry in data_catalog.cuda_sync_ops()
 )
 OP_RULES = OP_RULES + CUDA_ONLY_RULES

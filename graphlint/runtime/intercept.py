@@ -325,9 +325,12 @@ class Interceptor:
         return (not accumulate and len(indices) == 1 and _is_bool(indices[0])
                 and self._host_scalar(args[2]))
 
-    def _condition(self, when: str, overload: str, args, kwargs) -> bool:
+    def _condition(self, when: str, overload: str, args, kwargs, dtypes: tuple[str, ...] = ()) -> bool:
         if when == "always":
             return True
+        if when == "dtype":  # a catalogued op seen to sync for these input dtypes only
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            return first is not None and str(first.dtype).replace("torch.", "") in dtypes
         if when == "bool_index":
             return any(_is_bool(i) for i in args[1] if i is not None)
         if when == "bool_index_not_fill":
@@ -402,7 +405,7 @@ class Interceptor:
         fired = None
         if rules:
             for rule in rules:
-                if self._condition(rule.when, overload, args, kwargs):
+                if self._condition(rule.when, overload, args, kwargs, rule.dtypes):
                     fired = rule
                     if self.emulate and not self.py_event:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)

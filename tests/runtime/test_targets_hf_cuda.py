@@ -68,3 +68,10 @@ def test_mixtral_batched_mm_captures(runs):
     assert runtime["sync_events"] == []
     assert _capture(runtime)["status"] == "captured"
     assert runtime["replay"]["devices"][0]["verdict"] == "pass"
+
+
+def test_grouped_mm_in_bfloat16_captures(runs):
+    runtime = runs("mixtral", experts="grouped_mm", dtype="bfloat16")
+    assert runtime["sync_events"] == []
+    assert _capture(runtime)["status"] == "captured"
+    assert runtime["replay"]["devices"][0]["verdict"] == "pass"
