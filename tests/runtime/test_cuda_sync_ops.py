@@ -133,3 +133,18 @@ def test_the_static_check_flags_grouped_mm_in_transformers(tmp_path):
     assert all(f["severity"] == "warning" for f in findings)
     assert all("float32/float16" in f["message"] and "torch 2.11" in f["message"] and "batched_mm" in f["fix"]
                for f in findings)
+
+
+def test_a_capture_failure_takes_the_fix_of_its_cause():
+    from graphlint.runtime.cuda_run import _explain_capture
+
+    event = {"op": "aten.nonzero.default", "kind": "dynamic-shape", "path": "m.py", "line": 3, "function": "f",
+             **catalog.explain("dynamic-shape", "aten.nonzero.default")}
+    assert _explain_capture("RuntimeError: called a synchronizing CUDA operation", event)["fix"].startswith(
+        "torch.nonzero_static")
+    unknown = {"op": "unknown", "kind": "capture-error", "path": "m.py", "line": 3, "function": "f",
+               **catalog.explain("sync", "unknown")}
+    copy_error = "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned"
+    assert "pageable host memory" in _explain_capture(copy_error, unknown)["explanation"]
+    assert _explain_capture("an unheard-of error", unknown)["fix"] == catalog.KIND_FIX["sync"]
+    assert _explain_capture("an unheard-of error", None) == {}

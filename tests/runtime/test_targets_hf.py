@@ -119,6 +119,18 @@ def test_qwen3_moe_default_experts_hit_grouped_mm(runs):
     assert runs("qwen3-moe", experts="batched_mm")["verdict"] == "pass"
 
 
+def test_gemma3_sliding_mask_freezes_a_python_offset(runs):
+    # The sliding-window layers hand the mask a Python int offset that grows every step; a graph
+    # replays step 0's mask (on the H200, replay differed from eager at 127 of 128 steps).
+    runtime = runs("gemma3")
+    assert runtime["sync_events"] == []
+    found = runtime["replay"]["hazards"]
+    assert [(h["hazard"], os.path.basename(h["path"])) for h in found] == [("frozen-scalar", "masking_utils.py")]
+    assert "+ q_offset" in _source_line(found[0]["path"], found[0]["line"])
+    assert found[0]["fix"] and found[0]["explanation"]
+    assert runtime["phases"]["replay"]["verdict"] == "fail"
+
+
 def test_a_config_file_and_a_checkpoint_folder(tmp_path):
     config = targets_hf.load_config(transformers, "llama")
     config_file = tmp_path / "config.json"

@@ -75,3 +75,11 @@ def test_grouped_mm_in_bfloat16_captures(runs):
     assert runtime["sync_events"] == []
     assert _capture(runtime)["status"] == "captured"
     assert runtime["replay"]["devices"][0]["verdict"] == "pass"
+
+
+def test_gemma3_captures_but_replays_a_stale_mask(runs):
+    runtime = runs("gemma3")
+    assert _capture(runtime)["status"] == "captured"
+    replay = runtime["replay"]["devices"][0]
+    assert replay["verdict"] == "fail" and replay["mismatched_steps"] > 0
+    assert [h["hazard"] for h in runtime["replay"]["hazards"]] == ["frozen-scalar"]
