@@ -157,6 +157,17 @@ PY_RULES: tuple[PyRule, ...] = (
            CHECKED_CODE, when="from_host"),
 )
 
+# The reverse of cuda_sync_ops.toml: Python-level calls whose CPU kernel reads values on the host for
+# an argument check that the CUDA kernel leaves to a device assert. The emulation reports nothing
+# inside them while `when` holds. one_hot: Onehot.cpp ("rely on device asserts from scatter to avoid
+# sync here"); on the H200 (torch 2.11) Mixtral's `one_hot(idx, num_classes=E)` line raised no sync
+# debug mode warning, while the CPU kernel ran min().item() and max().item().
+CPU_ONLY_HOST_CHECKS: tuple[PyRule, ...] = (
+    PyRule("torch.nn.functional.one_hot", "host-read",
+           "one_hot's CPU kernel checks the class range on the host; the CUDA kernel does not sync when "
+           "num_classes is given", CHECKED_H200, when="num_classes_given"),
+)
+
 # On CUDA, sync debug mode is the source of truth for the rules above; these are the Python-level
 # copies it misses and that are checked there instead (RUNTIME_NOTES H200 table).
 PAGEABLE_RULES: tuple[PyRule, ...] = (

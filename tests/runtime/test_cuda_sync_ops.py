@@ -148,3 +148,13 @@ def test_a_capture_failure_takes_the_fix_of_its_cause():
     assert "pageable host memory" in _explain_capture(copy_error, unknown)["explanation"]
     assert _explain_capture("an unheard-of error", unknown)["fix"] == catalog.KIND_FIX["sync"]
     assert _explain_capture("an unheard-of error", None) == {}
+
+
+def test_one_hot_with_num_classes_is_not_a_sync_but_without_it_is():
+    # The reverse case: the CPU kernel reads min/max on the host, the CUDA kernel does not when
+    # num_classes is given (Onehot.cpp; no warning at Mixtral's one_hot line on the H200).
+    given = run_harness(target("one_hot"), "cpu", None, bench=False)
+    assert given["verdict"] == "pass" and given["sync_events"] == []
+    inferred = run_harness(target("one_hot"), "cpu", None, options={"given": False}, bench=False)
+    where = marked_line("one_hot", "inferred")
+    assert {(e["kind"], e["path"], e["line"]) for e in inferred["sync_events"]} == {("host-read", *where)}
