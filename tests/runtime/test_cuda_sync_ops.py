@@ -158,3 +158,27 @@ def test_one_hot_with_num_classes_is_not_a_sync_but_without_it_is():
     inferred = run_harness(target("one_hot"), "cpu", None, options={"given": False}, bench=False)
     where = marked_line("one_hot", "inferred")
     assert {(e["kind"], e["path"], e["line"]) for e in inferred["sync_events"]} == {("host-read", *where)}
+
+
+def test_the_emulation_agrees_with_the_h200_probe():
+    # Every probe the H200 ran (torch 2.11): the emulation flags it iff it synced or failed capture.
+    import json
+    import sys
+    from pathlib import Path
+
+    from graphlint.runtime.intercept import Interceptor
+
+    repo = Path(__file__).resolve().parents[2]
+    recorded = json.loads((repo / "tests" / "data" / "h200_sync_probe.json").read_text())
+    assert recorded["torch"].startswith("2.11") and "H200" in recorded["device"]
+    sys.path.insert(0, str(repo / "bench"))
+    try:
+        import probe_cuda_sync_ops
+    finally:
+        sys.path.remove(str(repo / "bench"))
+    probes = probe_cuda_sync_ops.probes(torch.device("cpu"))
+    assert {row["probe"] for row in recorded["probes"]} == set(probes)
+    for row in recorded["probes"]:
+        on_cuda = row["sync_warnings"] > 0 or row.get("capture") == "fail"
+        _, trace = Interceptor(torch.device("cpu"), emulate=True).run_step(probes[row["probe"]], 0)
+        assert bool(trace.events) == on_cuda, (row, trace.events)
