@@ -120,6 +120,9 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
         built = auto.from_pretrained(model, config=config, local_files_only=True, **kwargs)
     else:
         built = auto.from_config(config, **kwargs)
+    can_set = getattr(built, "_can_set_experts_implementation", None)
+    if experts is not None and callable(can_set) and not can_set():
+        raise ValueError(f"experts={experts}: {type(built).__name__} has no experts implementations (not an MoE)")
     built = built.to(device).eval()
     cache = transformers.StaticCache(config=built.config, max_cache_len=cache_len)
     return HFDecodeStep(device, built, cache, batch, cache_len, seed)

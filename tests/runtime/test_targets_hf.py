@@ -154,6 +154,7 @@ def test_a_config_file_and_a_checkpoint_folder(tmp_path):
     (["hf:no-such-arch"], "unknown architecture 'no-such-arch'"),
     (["hf:mixtral", "--option", "experts=fast"], "experts 'fast': expected one of eager, grouped_mm, batched_mm"),
     (["hf"], "name a model"),
+    (["hf:llama", "--option", "experts=eager"], "LlamaForCausalLM has no experts implementations"),
     (["hf:llama", "--option", "dtype=int7"], "dtype 'int7'"),
     (["hf:./missing/config.json"], "no such file or folder"),
 ])
