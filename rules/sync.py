@@ -294,6 +294,62 @@ class HostBooleanOp(Rule):
             ctx.report(self, node)
 
 
-RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp]
+# Python callables of the ops that sync on CUDA only (graphlint/data/cuda_sync_ops.toml) -> entry.
+_CUDA_SYNC_CALLS = {name: entry for entry in catalog.cuda_sync_ops() for name in entry.python}
+
+
+class CudaOnlySyncOp(Rule):
+    """Flags calls of torch ops that synchronize or cannot be captured on CUDA although nothing
+    in their CPU behaviour shows it (the catalogue graphlint/data/cuda_sync_ops.toml, first of
+    all `torch._grouped_mm` / `torch.nn.functional.grouped_mm`).
+
+    ## Why it breaks a CUDA graph
+    The op synchronizes inside its CUDA implementation: a stall every eager step, and a capture
+    of the step fails. On torch 2.11 (H200) grouped_mm on float32 or float16 inputs synced once
+    per call and its capture failed with "Cannot copy between CPU and CUDA tensors during CUDA
+    graph capture unless the CPU tensor is pinned"; on bfloat16 inputs it did neither. Each
+    catalogue entry names the torch version and device it was seen on, and the dtypes.
+
+    ## Known problems
+    A linter cannot see the dtype a call runs with, so the rule is a warning: a bfloat16-only
+    call site is safe on that torch version (the runtime harness checks the real dtype).
+
+    ## Example
+        out = torch.nn.functional.grouped_mm(tokens_by_expert, expert_weights, offs=offsets)
+
+    ## Use instead
+    bfloat16 experts, or a batched matmul over the selected experts' weights (transformers:
+    `experts_implementation="batched_mm"`), or run the op outside the captured region.
+    """
+
+    code = "GL108"
+    name = "cuda-only-sync-op"
+    severity = "warning"
+    message = "this op synchronizes on CUDA (capture fails) although its CPU run shows nothing"
+    fix = "use bfloat16 experts or a batched matmul over the selected experts (transformers: experts_implementation='batched_mm'), or keep the op out of the captured region"
+    VALID = [
+        "def step(x: torch.Tensor, w: torch.Tensor, idx: torch.Tensor):\n    return torch.bmm(x.unsqueeze(1), w[idx]).squeeze(1)\n",
+        "def step(a: torch.Tensor, b: torch.Tensor):\n    return torch.mm(a, b)\n",
+        "def grouped_mm(a, b, offs):\n    return a @ b\ndef step(a: torch.Tensor, b: torch.Tensor, offs):\n    return grouped_mm(a, b, offs)\n",
+        "def prefill(a, w, offs):  # graphlint: host\n    return torch._grouped_mm(a, w, offs=offs)\n",
+    ]
+    INVALID = [
+        "def step(a: torch.Tensor, w: torch.Tensor, offs: torch.Tensor):\n    return torch._grouped_mm(a, w, offs=offs)\n",
+        "import torch.nn.functional as F\ndef experts(a, w, offs):\n    return F.grouped_mm(a, w, offs=offs)\n",
+        "from torch.nn.functional import grouped_mm\ndef experts(a, w, offs):\n    return grouped_mm(a, w, offs=offs)\n",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        qualified = ctx.qualified(node.func)
+        entry = _CUDA_SYNC_CALLS.get(qualified or "")
+        if entry is not None:
+            inputs = f" for {'/'.join(entry.dtypes)} inputs" if entry.dtypes else ""
+            ctx.report(self, node, message=f"`{qualified}` ({entry.op}) synchronizes on CUDA{inputs} and its "
+                                           f"capture fails, though its CPU run shows nothing ({entry.seen_on})",
+                       fix=entry.fix)
+
+
+RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp,
+         CudaOnlySyncOp]
 
 __all__ = ["RULES", "Example"]

@@ -1,20 +1,26 @@
-"""The torch catalogue (graphlint/data/torch_catalog.toml) loaded once, as frozen sets.
+"""The torch catalogues (graphlint/data/*.toml) loaded once: torch_catalog.toml as frozen sets,
+cuda_sync_ops.toml (ops that sync on CUDA only) as records.
 
-Rules and the inference ask this module "is this a factory / a sync / a data-dependent
-shape op?" instead of carrying their own lists.
+Rules, the inference and the runtime ask this module "is this a factory / a sync / a
+data-dependent shape op?" instead of carrying their own lists.
 """
 from __future__ import annotations
 
 import tomllib
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 
-@lru_cache(maxsize=1)
-def _raw() -> dict[str, Any]:
-    text = resources.files("graphlint").joinpath("data/torch_catalog.toml").read_text("utf-8")
+@lru_cache(maxsize=None)
+def _load(filename: str) -> dict[str, Any]:
+    text = resources.files("graphlint").joinpath(f"data/{filename}").read_text("utf-8")
     return tomllib.loads(text)
+
+
+def _raw() -> dict[str, Any]:
+    return _load("torch_catalog.toml")
 
 
 def names(section: str, key: str) -> frozenset[str]:
@@ -28,3 +34,32 @@ def reason(section: str) -> str:
 
 def checked_on() -> str:
     return _raw()["checked"]["torch"]
+
+
+@dataclass(frozen=True)
+class SyncOp:
+    """One entry of graphlint/data/cuda_sync_ops.toml: an op that syncs on CUDA only."""
+
+    op: str
+    python: tuple[str, ...]
+    kind: str
+    reason: str
+    fix: str
+    torch: str
+    device: str
+    dtypes: tuple[str, ...] = ()  # empty: any dtype
+    seen_in: str = ""
+    not_seen: str = ""
+    capture_error: str = ""
+
+    @property
+    def seen_on(self) -> str:
+        return f"seen on {self.device}, torch {self.torch}"
+
+
+@lru_cache(maxsize=1)
+def cuda_sync_ops() -> tuple[SyncOp, ...]:
+    """The ops that synchronize or cannot be captured on CUDA while their CPU run shows nothing."""
+    entries = _load("cuda_sync_ops.toml").get("op", [])
+    return tuple(SyncOp(**{**entry, "python": tuple(entry.get("python", ())), "dtypes": tuple(entry.get("dtypes", ()))})
+                 for entry in entries)

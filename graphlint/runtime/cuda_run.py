@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import hazards, targets, tracing
+from graphlint.runtime import catalog, hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor, tensors_of
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
@@ -228,8 +228,10 @@ class _DeviceRun:
                 with torch.cuda.graph(graph, stream=self.stream):
                     static_out = self.target.step()
             except Exception as exc:
+                cause = self._cause_of(exc)
                 capture.update(verdict="fail", status="failed", error=f"{type(exc).__name__}: {exc}"[:800],
-                               cause=self._cause_of(exc))
+                               cause=cause)
+                capture.update(_explain_capture(str(exc), cause))
                 graph = None
             finally:
                 torch.cuda.set_sync_debug_mode("default")
@@ -243,7 +245,8 @@ class _DeviceRun:
             capture.update(verdict="fail", status="empty",
                            error="the captured graph is empty: the step's work ran on another device or stream "
                                  "than the capturing one (replay would return stale capture-time data)",
-                           cause=self._empty_cause())
+                           cause=self._empty_cause(),
+                           explanation=hazards.WHY["other-device"], fix=hazards.FIX["other-device"])
         else:
             capture.update(verdict="pass", status="captured", error=None)
         return graph, static_out
@@ -358,7 +361,7 @@ class _DeviceRun:
                 if (event["path"], event["line"]) == (top["path"], top["line"]):
                     return tracing.cause(event)
             kind = "sync" if SYNC_MESSAGE in str(exc) else "capture-error"
-            return {"op": "unknown", "kind": kind, **top}
+            return {"op": "unknown", "kind": kind, **top, **catalog.explain("sync", "unknown")}
         return tracing.cause(self.events[0]) if self.events else None
 
     def _empty_cause(self) -> dict | None:
@@ -366,6 +369,15 @@ class _DeviceRun:
             if h["hazard"] == "other-device":
                 return tracing.cause(h, kind="other-device")
         return None
+
+
+def _explain_capture(message: str, cause: dict | None) -> dict:
+    """Why the capture failed and the fix: the cause's own when the sync phase named its op (that
+    says what to change at that line), else what torch's message tells."""
+    from_cause = {k: cause[k] for k in ("explanation", "fix") if cause and cause.get(k)}
+    if cause and cause.get("op") != "unknown" and from_cause:
+        return from_cause
+    return catalog.explain_capture_error(message, (cause or {}).get("op")) or from_cause
 
 
 def _finite(value: float) -> float | None:

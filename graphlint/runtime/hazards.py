@@ -39,6 +39,20 @@ WHY = {
 }
 
 
+# What to do instead, per hazard (the `fix` of every hazard record).
+FIX = {
+    "frozen-scalar": "pass the value as a device tensor written in prepare() (buf.copy_ / buf.fill_ outside "
+                     "the graph), not as a Python number inside the step",
+    "control-flow": "branch on host-known values only; make data-dependent branches branchless (torch.where) "
+                    "or capture one graph per branch",
+    "shape-varies": "preallocate at the maximum size and mask (a static cache), or capture one graph per bucket",
+    "stale-input": "copy new inputs into the static buffer in prepare() (buf.copy_(new)) instead of rebinding "
+                   "the attribute",
+    "dynamic-output-shape": "return fixed-shape outputs: pad to a static maximum and return a count or a mask",
+    "other-device": "run the whole step on the capturing device: move the tensors there once, outside the step",
+}
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -63,6 +77,7 @@ class _Collector:
             return
         self.per_kind[hazard] = self.per_kind.get(hazard, 0) + 1
         self.items[key] = {"hazard": hazard, "op": op, **where, "detail": f"{detail}; {WHY[hazard]}",
+                           "explanation": WHY[hazard], "fix": FIX[hazard],
                            "steps": steps, "count": 1, **({"device": device} if device else {})}
 
 

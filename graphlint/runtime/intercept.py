@@ -135,6 +135,8 @@ def _call_table() -> dict:
 
 
 _CALLS = _call_table()
+# callable -> rule: calls inside which the emulation stays quiet (catalog.CPU_ONLY_HOST_CHECKS).
+_QUIET_CALLS = {func: rule for rule in catalog.CPU_ONLY_HOST_CHECKS if (func := _resolve(rule.name)) is not None}
 _OP_NAMES: dict = {}
 
 
@@ -190,6 +192,7 @@ class Interceptor:
         self.py_event = False  # that call produced an event: ops inside it are not flagged again
         self.current_op: tuple | None = None  # on_op's entry for the aten op running now
         self.in_handler = False
+        self.quiet = 0  # > 0 inside a call whose CPU kernel's host reads do not happen on CUDA
         self.raised_in: tuple | None = None  # (python call, on_op entry) of the last op that raised
         # on_op entries (packet, args, site, fired rule, name) of the latest ops, for naming a sync
         # warning after the fact
@@ -325,9 +328,12 @@ class Interceptor:
         return (not accumulate and len(indices) == 1 and _is_bool(indices[0])
                 and self._host_scalar(args[2]))
 
-    def _condition(self, when: str, overload: str, args, kwargs) -> bool:
+    def _condition(self, when: str, overload: str, args, kwargs, dtypes: tuple[str, ...] = ()) -> bool:
         if when == "always":
             return True
+        if when == "dtype":  # a catalogued op seen to sync for these input dtypes only
+            first = next((a for a in args if isinstance(a, torch.Tensor)), None)
+            return first is not None and str(first.dtype).replace("torch.", "") in dtypes
         if when == "bool_index":
             return any(_is_bool(i) for i in args[1] if i is not None)
         if when == "bool_index_not_fill":
@@ -367,6 +373,8 @@ class Interceptor:
             return not isinstance(data, (bool, int, float, complex)) or "device" in kwargs
         if when == "from_host":
             return args[0].device.type == "cpu"
+        if when == "num_classes_given":
+            return (args[1] if len(args) > 1 else kwargs.get("num_classes", -1)) != -1
         if when == "pageable_non_blocking":
             if not _non_blocking(args, kwargs, name):
                 return False
@@ -402,9 +410,9 @@ class Interceptor:
         fired = None
         if rules:
             for rule in rules:
-                if self._condition(rule.when, overload, args, kwargs):
+                if self._condition(rule.when, overload, args, kwargs, rule.dtypes):
                     fired = rule
-                    if self.emulate and not self.py_event:
+                    if self.emulate and not self.py_event and not self.quiet:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)
                     break
         entry = (packet, args, site, fired, f"{packet}.{overload}")
@@ -531,6 +539,14 @@ class _FunctionMode(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         it = self.it
+        quiet = _QUIET_CALLS.get(func)
+        if quiet is not None and it.emulate and it.rec is not None and it._py_condition(
+                quiet.when, quiet.name, args, kwargs):
+            it.quiet += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                it.quiet -= 1
         if func not in _CALLS or it.in_handler or it.rec is None or it.py_call is not None:
             return func(*args, **kwargs)
         return it.on_call(func, args, kwargs)

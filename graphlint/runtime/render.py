@@ -115,10 +115,19 @@ def _sync_events(runtime: dict, console) -> None:
         console.print(f"  {_where(event)}  [red]{escape(event['kind'])}[/red] {escape(event['op'])}{count}"
                       f" in {escape(str(event.get('function')))}")
         console.print(f"      {escape(event.get('detail', ''))}", style="dim")
+        _fix(event, console)
         if len(event.get("stack") or []) > 1:
             console.print(f"      via {escape(_stack(event))}", style="dim")
     if len(events) > MAX_LISTED:
         console.print(f"  ... {len(events) - MAX_LISTED} more in the JSON report")
+
+
+def _fix(record: dict, console, why: bool = False) -> None:
+    """The record's fix (and, when asked, its explanation) under it."""
+    if why and record.get("explanation"):
+        console.print(f"      why: {escape(record['explanation'])}", style="dim")
+    if record.get("fix"):
+        console.print(f"      fix: {escape(record['fix'])}", style="dim")
 
 
 def _hazards(runtime: dict, console) -> None:
@@ -129,6 +138,7 @@ def _hazards(runtime: dict, console) -> None:
     for hazard in found[:MAX_LISTED]:
         console.print(f"  {_where(hazard)}  [red]{escape(hazard['hazard'])}[/red] {escape(hazard['op'])}")
         console.print(f"      {escape(hazard.get('detail', ''))}", style="dim")
+        _fix(hazard, console)
 
 
 def _captures(runtime: dict, console) -> None:
@@ -145,6 +155,9 @@ def _captures(runtime: dict, console) -> None:
         cause = capture.get("cause")
         if cause:
             console.print(f"      cause: {_where(cause)} {escape(cause.get('kind', ''))} {escape(cause.get('op', ''))}")
+        if capture.get("explanation"):
+            console.print(f"      why: {escape(capture['explanation'])}", style="dim")
+        _fix(capture, console, why=False)
 
 
 def _replays(runtime: dict, console) -> None:

@@ -1,4 +1,5 @@
-"""Find, import and build a runtime target: `module:callable` or `path/to/file.py:callable`.
+"""Find, import and build a runtime target: `module:callable`, `path/to/file.py:callable`, or
+`hf:MODEL` (a transformers causal LM, `targets_hf.py`).
 
 The target protocol (shared with the bundled model): `factory(device, **options)` returns an object
 with `device`, `reset()`, `prepare(step)`, `step()` and optionally `max_steps`. Loading fails with
@@ -35,12 +36,24 @@ class TargetError(UsageError):
     """The target cannot be found, imported, built, or does not follow the protocol."""
 
 
+# `hf:NAME` (or `hf` with --option model=...): the bundled transformers causal-LM target.
+HF_PREFIX = "hf"
+HF_FACTORY = "graphlint.runtime.targets_hf:make"
+
+
+def is_hf(spec: str) -> bool:
+    return spec == HF_PREFIX or spec.startswith(HF_PREFIX + ":")
+
+
 def resolve_spec(target: str | None) -> str:
-    """TARGET as typed -> a `module:callable` or `file.py:callable` spec (shorthands expanded)."""
+    """TARGET as typed -> a `module:callable` or `file.py:callable` spec (shorthands expanded);
+    `hf` and `hf:MODEL` stay as typed (see `load_factory`)."""
     if not target:
         return DEFAULT_TARGET
     if target in SHORTHANDS:
         return SHORTHANDS[target]
+    if is_hf(target):
+        return target
     if ":" not in target:
         raise TargetError(
             f"target {target!r} is not module:callable or path/to/file.py:callable "
@@ -50,6 +63,9 @@ def resolve_spec(target: str | None) -> str:
 
 
 def default_options(spec: str) -> dict[str, Any]:
+    if is_hf(spec):
+        model = spec.partition(":")[2]
+        return {"model": model} if model else {}
     return dict(BUNDLED_OPTIONS) if spec.startswith("dsv4_model.") else {}
 
 
@@ -82,6 +98,10 @@ def load_factory(spec: str) -> Callable[..., Any]:
     The current directory is put on `sys.path` first (as `python -m` would), so a target next to
     the user's code loads from a console-script run too.
     """
+    if is_hf(spec):
+        if importlib.util.find_spec("transformers") is None:
+            raise TargetError(f"target {spec!r} needs transformers: pip install 'graphlint[hf]'")
+        spec = HF_FACTORY
     location, _, attr_path = spec.rpartition(":")
     if not location or not attr_path:
         raise TargetError(f"target {spec!r} is not module:callable")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import traceback
 from typing import Any
 
-from graphlint.runtime import sources
+from graphlint.runtime import catalog, sources
 from graphlint.runtime.intercept import Interceptor, StepTrace, SyncStop
 
 
@@ -51,13 +51,19 @@ def step_error(step: int | None, exc: BaseException) -> dict:
 
 
 def cause(record: dict, kind: str | None = None) -> dict:
-    """The short form of an event or hazard that a capture failure points to."""
-    return {"op": record["op"], "kind": kind or record["kind"], "path": record["path"], "line": record["line"],
-            "function": record["function"]}
+    """The short form of an event or hazard that a capture failure points to, with its explanation
+    and fix."""
+    short = {"op": record["op"], "kind": kind or record["kind"], "path": record["path"], "line": record["line"],
+             "function": record["function"]}
+    for key in ("explanation", "fix"):
+        if record.get(key):
+            short[key] = record[key]
+    return short
 
 
 def aggregate_events(traces: list[StepTrace]) -> list[dict]:
-    """One record per (kind, op, path, line), in order of first occurrence, with its count."""
+    """One record per (kind, op, path, line), in order of first occurrence, with its count, and
+    why it breaks a graph (`explanation`) and what to do instead (`fix`) from the catalog."""
     merged: dict[tuple, dict] = {}
     for trace in traces:
         for event in trace.events:
@@ -66,6 +72,7 @@ def aggregate_events(traces: list[StepTrace]) -> list[dict]:
                 merged[key]["count"] += 1
                 continue
             record = {k: event[k] for k in ("op", "kind", "path", "line", "function", "stack", "detail")}
+            record.update(catalog.explain(event["kind"], event["op"]))
             record["count"] = 1
             record["first_step"] = event["step"]
             merged[key] = record

@@ -1,0 +1,183 @@
+"""The bundled transformers targets (`hf:MODEL`) on the CPU emulation: small random-weight configs,
+a StaticCache, one token per step; the verdicts each family gets and the lines they point to."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from graphlint.cli import main  # noqa: E402
+from graphlint.runtime import targets, targets_hf  # noqa: E402
+from graphlint.runtime.harness import run_harness  # noqa: E402
+from graphlint.runtime.targets import TargetError  # noqa: E402
+
+TF_DIR = os.path.dirname(transformers.__file__)
+
+
+@pytest.fixture(scope="module")
+def runs():
+    cache: dict[str, dict] = {}
+
+    def run(model: str, **options) -> dict:
+        key = f"{model}{sorted(options.items())}"
+        if key not in cache:
+            cache[key] = run_harness(f"hf:{model}", "cpu", 4, options=options, bench=False)
+        return cache[key]
+
+    return run
+
+
+def _source_line(path: str, line: int) -> str:
+    with open(path, encoding="utf-8") as handle:
+        return handle.read().splitlines()[line - 1]
+
+
+def _sites(runtime: dict) -> list[tuple[str, str, str]]:
+    return [(e["kind"], e["op"], os.path.basename(e["path"])) for e in runtime["sync_events"]]
+
+
+def test_the_spelling_resolves_to_the_bundled_factory():
+    assert targets.resolve_spec("hf:llama") == "hf:llama"
+    assert targets.default_options("hf:llama") == {"model": "llama"}
+    assert targets.default_options("hf") == {}
+    assert targets.load_factory("hf:llama") is targets_hf.make
+    assert targets.load_factory("hf") is targets_hf.make
+
+
+@pytest.mark.parametrize("model", targets_hf.CHECKED)
+def test_every_checked_family_builds_and_steps(model):
+    step = targets_hf.make("cpu", model=model, cache_len=8)
+    step.reset()
+    outs = []
+    for i in range(3):
+        step.prepare(i)
+        outs.append(step.step().clone())
+    assert outs[0].shape == (1, 512)
+    assert step.step() is step.logits  # a static output buffer
+    assert not torch.equal(outs[0], outs[1])  # the cache advanced: each step sees a new position
+    step.reset()
+    step.prepare(0)
+    assert torch.equal(step.step(), outs[0])  # reset() really rewinds the static cache
+
+
+@pytest.mark.parametrize("model", ["llama", "qwen2"])
+def test_dense_decoders_pass_the_emulation(runs, model):
+    runtime = runs(model)
+    assert runtime["verdict"] == "pass"
+    assert runtime["sync_events"] == [] and runtime["replay"]["hazards"] == []
+    assert runtime["captures"][0]["predicted"] == "ok"
+    assert runtime["allocations"]["outputs_static"] is True
+
+
+def test_mixtral_eager_experts_sync_in_the_expert_loop(runs):
+    runtime = runs("mixtral", experts="eager")
+    assert runtime["verdict"] == "fail" and runtime["captures"][0]["predicted"] == "fail"
+    events = runtime["sync_events"]
+    assert {os.path.basename(e["path"]) for e in events} == {"modeling_mixtral.py"}
+    nonzero = [e for e in events if e["op"] == "aten.nonzero.default"]
+    assert len(nonzero) == 2
+    for event in nonzero:  # each at a line that reads `.nonzero()` or one-argument torch.where
+        text = _source_line(event["path"], event["line"])
+        assert "nonzero()" in text or "torch.where(" in text, text
+    # one_hot(idx, num_classes=E) syncs only in its CPU kernel (none at that line on the H200).
+    assert not [e for e in events if "one_hot(" in _source_line(e["path"], e["line"])]
+    bools = [e for e in events if e["op"] == "Tensor.__bool__"]
+    assert bools and "if " in _source_line(bools[0]["path"], bools[0]["line"])
+    assert all(e["explanation"] and e["fix"] for e in events)
+
+
+def test_mixtral_grouped_mm_is_reported_from_the_catalogue(runs):
+    runtime = runs("mixtral", experts="grouped_mm")
+    assert _sites(runtime) == [("sync", "aten._grouped_mm.default", "moe.py")]
+    event = runtime["sync_events"][0]
+    assert "grouped_mm(" in _source_line(event["path"], event["line"])
+    assert "seen on NVIDIA H200, torch 2.11" in event["explanation"]
+    assert "batched_mm" in event["fix"]
+    assert event["count"] == 2 * 2 * 4  # two layers, gate_up and down, four traced steps
+    assert runtime["phases"]["capture"]["verdict"] == "fail"
+
+
+@pytest.mark.parametrize("model", ["mixtral", "qwen3-moe"])
+def test_grouped_mm_in_bfloat16_passes(runs, model):
+    # As on the H200 (torch 2.11): bfloat16 grouped_mm neither synced nor failed capture.
+    runtime = runs(model, experts="grouped_mm", dtype="bfloat16")
+    assert runtime["verdict"] == "pass" and runtime["sync_events"] == []
+
+
+def test_mixtral_batched_mm_passes(runs):
+    runtime = runs("mixtral", experts="batched_mm")
+    assert runtime["verdict"] == "pass" and runtime["sync_events"] == []
+
+
+def test_qwen3_moe_default_experts_hit_grouped_mm(runs):
+    runtime = runs("qwen3-moe")
+    assert _sites(runtime) == [("sync", "aten._grouped_mm.default", "moe.py")]
+    assert runs("qwen3-moe", experts="batched_mm")["verdict"] == "pass"
+
+
+def test_gemma3_sliding_mask_freezes_a_python_offset(runs):
+    # The sliding-window layers hand the mask a Python int offset that grows every step; a graph
+    # replays step 0's mask (on the H200, replay differed from eager at 127 of 128 steps).
+    runtime = runs("gemma3")
+    assert runtime["sync_events"] == []
+    found = runtime["replay"]["hazards"]
+    assert [(h["hazard"], os.path.basename(h["path"])) for h in found] == [("frozen-scalar", "masking_utils.py")]
+    assert "+ q_offset" in _source_line(found[0]["path"], found[0]["line"])
+    assert found[0]["fix"] and found[0]["explanation"]
+    assert runtime["phases"]["replay"]["verdict"] == "fail"
+
+
+def test_a_config_file_and_a_checkpoint_folder(tmp_path):
+    config = targets_hf.load_config(transformers, "llama")
+    config_file = tmp_path / "config.json"
+    config_file.write_text(json.dumps(config.to_dict()))
+    from_file = targets_hf.make("cpu", model=str(config_file), cache_len=8)
+    assert type(from_file.model).__name__ == "LlamaForCausalLM"
+
+    torch.manual_seed(3)
+    saved = transformers.AutoModelForCausalLM.from_config(config).eval()
+    saved.save_pretrained(tmp_path / "ckpt")
+    random_weights = targets_hf.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8)
+    loaded = targets_hf.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8, weights="checkpoint")
+    name = "model.embed_tokens.weight"
+    assert torch.equal(loaded.model.state_dict()[name], saved.state_dict()[name])
+    assert not torch.equal(random_weights.model.state_dict()[name], saved.state_dict()[name])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["hf:no-such-arch"], "unknown architecture 'no-such-arch'"),
+    (["hf:mixtral", "--option", "experts=fast"], "experts 'fast': expected one of eager, grouped_mm, batched_mm"),
+    (["hf"], "name a model"),
+    (["hf:llama", "--option", "experts=eager"], "LlamaForCausalLM has no experts implementations"),
+    (["hf:llama", "--option", "dtype=int7"], "dtype 'int7'"),
+    (["hf:./missing/config.json"], "no such file or folder"),
+])
+def test_bad_input_is_a_usage_error(argv, message):
+    result = CliRunner().invoke(main, ["runtime", *argv, "--no-bench"])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_without_transformers_the_message_says_what_to_install(monkeypatch):
+    real = targets.importlib.util.find_spec
+    monkeypatch.setattr(targets.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "transformers" else real(name, *a))
+    with pytest.raises(TargetError, match=r"pip install 'graphlint\[hf\]'"):
+        targets.load_factory("hf:llama")
+
+
+def test_one_command_json_report(tmp_path):
+    out = tmp_path / "runtime.json"
+    result = CliRunner().invoke(main, ["runtime", "hf:mixtral", "--option", "experts=grouped_mm", "--steps", "2",
+                                       "--no-bench", "--format", "json", "--output", str(out)])
+    assert result.exit_code == 1, result.output
+    runtime = json.loads(out.read_text())["runtime"]
+    assert runtime["target"] == {"spec": "hf:mixtral", "options": {"model": "mixtral", "experts": "grouped_mm"}}
+    assert [e["op"] for e in runtime["sync_events"]] == ["aten._grouped_mm.default"]
