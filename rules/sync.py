@@ -322,7 +322,7 @@ class CudaOnlySyncOp(Rule):
     `experts_implementation="batched_mm"`), or run the op outside the captured region.
     """
 
-    code = "GL108"
+    code = "GL109"
     name = "cuda-only-sync-op"
     severity = "warning"
     message = "this op synchronizes on CUDA (capture fails) although its CPU run shows nothing"

@@ -5,7 +5,7 @@ Each entry carries its event kind, the reason shown to the user, an optional arg
 (evaluated in `intercept.py`), where the behaviour was checked and what to use instead (`FIXES`, or the
 kind's default in `KIND_FIX`). Sources: RUNTIME_NOTES.md §1/§5 and its H200 table (torch 2.11.0+cu130);
 CPU dispatch traces on torch 2.13.0+cpu. Ops that sync on CUDA although their CPU run shows nothing
-(`aten._grouped_mm`) come from graphlint/data/cuda_sync_ops.toml, read through `graphlint.catalog`.
+(`aten._grouped_mm`) come from graphlint/data/cuda_sync_ops.toml, read through `graphlint.analysis.catalog`.
 
 Event kinds (the `kind` of every `runtime.sync_events` record):
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphlint import catalog as data_catalog
+from graphlint.analysis import catalog as data_catalog
 
 KINDS = ("sync", "host-read", "dynamic-shape", "d2h-copy", "h2d-copy")
 

@@ -1,5 +1,5 @@
 """The catalogue of ops that sync on CUDA only (graphlint/data/cuda_sync_ops.toml): its entries, the
-CPU emulation that reads it, the static rule GL108 that reads it, and the explanation and fix that
+CPU emulation that reads it, the static rule GL109 that reads it, and the explanation and fix that
 every runtime event, hazard and capture failure carries."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 import pytest
 import torch
 
-from graphlint import catalog as data_catalog
+from graphlint.analysis import catalog as data_catalog
 from graphlint.runtime import catalog, hazards
 from graphlint.runtime.harness import run_harness
 
@@ -122,7 +122,7 @@ def test_the_static_check_flags_grouped_mm_in_transformers(tmp_path):
                 if "return torch.nn.functional.grouped_mm(" in text or "return torch._grouped_mm(" in text]
     assert expected, "transformers' moe.py no longer calls grouped_mm: update this test"
     out = tmp_path / "report.json"
-    result = CliRunner().invoke(main, ["check", moe, "--select", "GL108", "--no-cache", "--format", "json",
+    result = CliRunner().invoke(main, ["check", moe, "--select", "GL109", "--no-cache", "--format", "json",
                                        "--output", str(out)])
     # A warning: the linter cannot see the dtype, and bfloat16 call sites are safe on torch 2.11.
     assert result.exit_code == 0, result.output
