@@ -45,7 +45,9 @@ def render_compile(part: dict, console) -> None:
                       f"{escape(str(row['path']))}:{row['line']}: {escape(named)}"
                       + (f" ({escape(row['why_not'])})" if row.get("why_not") else ""), style="dim")
     outputs = part.get("outputs")
-    if outputs:
+    if outputs and not outputs.get("compared") and outputs.get("match"):
+        console.print("  outputs: not compared (no data: the outputs are meta tensors)")
+    elif outputs:
         tol = outputs.get("tolerance") or {}
         text = "match eager" if outputs.get("match") else f"differ: {(outputs.get('first_mismatch') or {}).get('detail')}"
         console.print(f"  outputs over {outputs.get('steps')} step(s): {escape(str(text))} (max |diff| "

@@ -122,11 +122,13 @@ def _eager_causes(runtime: dict) -> list[dict]:
     return causes
 
 
-def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool) -> list[dict]:
+def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool, on_cpu: bool = False) -> list[dict]:
     """Every cause of the eager path, with the compile findings that name it or why none does."""
     rows = []
     for cause in _eager_causes(runtime):
         at = [f for f in found if (f["path"], f["line"]) == (cause["path"], cause["line"])]
+        if not at and cause["kind"] == "other-device":  # a host-only graph's skip names no line
+            at = [f for f in found if f.get("category") == "cpu-tensor" and f["line"] == 0]
         if not at:  # a recompile names the value; the eager path may name another line that reads it
             text = _source_line(cause["path"], cause["line"])
             at = [f for f in found if f["kind"] == "recompile" and f.get("source")
@@ -136,6 +138,9 @@ def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool) -> l
             why = SILENT_BECAUSE.get(cause["kind"])
             if cause["kind"] == "other-device" and cudagraphs_checked:
                 why = None
+            if cause["kind"] == "sync" and on_cpu:
+                why = ("on a machine without CUDA the synchronize call does nothing (as in the CPU emulation), "
+                       "so the compiled path cannot see it; run --compile on CUDA")
             row["why_not"] = why or "torch.compile reported nothing at this line; graphlint's eager path did"
         rows.append(row)
     return rows
@@ -163,7 +168,7 @@ def build(runtime: dict, result: dict) -> dict:
     found = findings(result)
     outputs = result.get("outputs") or {}
     checked = bool(result.get("cudagraphs_checked"))
-    part = {**result, "findings": found, "cross_check": cross_check(runtime, found, checked),
+    part = {**result, "findings": found, "cross_check": cross_check(runtime, found, checked, str(result.get("device", "cpu")).startswith("cpu")),
             "cudagraphs": status_line(result)}
     failed = bool(found) or not outputs.get("match", False) or bool(result.get("error"))
     part["verdict"] = "fail" if failed else "pass"
