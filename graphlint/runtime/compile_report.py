@@ -92,13 +92,14 @@ def findings(result: dict) -> list[dict]:
             continue
         seen.add(key)
         source, values = rc.get("source"), [v for v in rc.get("values") or [] if v is not None]
-        if source and values:
-            fix = (f"{source} is a Python value that changes per step ({_values(values)}): each new value "
-                   "recompiles, and once dynamic it is re-recorded per value by CUDA graphs; keep it in a device "
+        if source and len(set(map(repr, values))) > 1:
+            fix = (f"{source} is a Python value that changes per step ({_values(values)}): a new value fails "
+                   "the guard and recompiles (then the value becomes a dynamic input); keep it in a device "
                    "tensor updated in place (pos.add_(1), copy_ from the host before the step) and index with it")
         else:
-            fix = ("a value read in the step changes between steps: keep it in a device tensor instead of a "
-                   "Python value (a value read from a tensor on the host recompiles on every new value)")
+            fix = ("a value read here differs between calls (per step, or per layer when layers share code): "
+                   "keep per-step values in device tensors instead of Python values, and give layers that "
+                   "differ in a Python attribute separate code or a tensor flag")
         found.append({"kind": "recompile", "path": rc["path"], "line": rc["line"],
                       "message": f"recompile: guard failed: {rc['guard']}", "fix": fix, "source": source,
                       "values": rc.get("values")})

@@ -324,7 +324,7 @@ def _run_compiled(target: Any, step_fn, steps: int, device: torch.device, backen
                          "stack": sources.traceback_stack(exc.__traceback__)}
                 break
         _sync(device)
-    return {"compiled": compiled, "log": log, "outputs": outputs, "values": values, "error": error,
+    return {"compiled": compiled, "step_fn": step_fn, "log": log, "outputs": outputs, "values": values, "error": error,
             "counters": counters_snapshot(), "cudagraphs_recorded": recorded_cudagraphs(device),
             "marked_static": marked, "seconds": time.perf_counter() - started}
 
@@ -339,9 +339,13 @@ def _summarise(run: dict, device: torch.device, backend: str) -> dict:
             seen.add(key)
             breaks.append(gb)
     recompiles = []
+    step_code = getattr(run["step_fn"], "__code__", None)
     for reason in log.recompiles:
         rc = parse_recompile(reason)
-        if rc["source"]:
+        # `self` in a guard is the compiled frame's: the target only when the frame is step() itself.
+        in_step = step_code is not None and rc["function"] == step_code.co_name and \
+            rc["path"] == sources.relative_path(step_code.co_filename)
+        if rc["source"] and in_step:
             rc["values"] = [v.get(rc["source"]) for v in run["values"]]
         recompiles.append(rc)
     skips_checked = device.type == "cuda" and backend == "inductor"
