@@ -25,6 +25,8 @@ BENCH_STEPS = {"cpu": 5, "cuda": 50}
 # dynamo and Inductor loggers: the structured trace and the CUDA-graph skip artifact.
 TRACE_LOGGER = "torch.__trace"
 CUDAGRAPH_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
+# The CUDA-graph tree manager's own warnings (re-record limits, dynamic-shape graph counts).
+CUDAGRAPH_TREES_LOGGER = "torch._inductor.cudagraph_trees.__cudagraphs"
 BACKENDS = ("inductor", "aot_eager", "eager")
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
@@ -45,11 +47,15 @@ class CompileLog(logging.Handler):
         self.graph_breaks: list[str] = []
         self.recompiles: list[str] = []
         self.skips: list[str] = []
+        self.notes: list[str] = []
 
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
         if metadata is None:
-            self.skips.append(record.getMessage())
+            if record.name == CUDAGRAPH_LOGGER:
+                self.skips.append(record.getMessage())
+            elif record.levelno >= logging.WARNING and len(self.notes) < 20:
+                self.notes.append(record.getMessage()[:500])
             return
         name = (metadata.get("artifact") or {}).get("name")
         payload = getattr(record, "payload", None) or ""
@@ -71,7 +77,8 @@ def listening():
     CUDA-graph artifact logger does not propagate by default, so both get our handler directly and
     nothing reaches the user's stderr.
     """
-    import torch._inductor.cudagraph_utils  # noqa: F401  (creates the artifact logger)
+    import torch._inductor.cudagraph_trees  # noqa: F401  (creates the artifact loggers)
+    import torch._inductor.cudagraph_utils  # noqa: F401
 
     log = CompileLog()
     saved = []
@@ -80,9 +87,12 @@ def listening():
         saved.append((logger, logger.level))
         logger.addHandler(log)
         logger.setLevel(logging.DEBUG)
+    trees = logging.getLogger(CUDAGRAPH_TREES_LOGGER)
+    trees.addHandler(log)  # its warnings only: the level stays as torch set it
     try:
         yield log
     finally:
+        trees.removeHandler(log)
         for logger, level in saved:
             logger.removeHandler(log)
             logger.setLevel(level)
@@ -361,7 +371,7 @@ def _summarise(run: dict, device: torch.device, backend: str) -> dict:
                                  "(the work runs on host tensors)", "reason": "no CUDA op in the graph",
                       "category": "cpu-tensor", "path": "?", "line": 0, "function": "?"})
     return {"graph_breaks": breaks, "recompiles": recompiles, "cudagraph_skips": skips,
-            "cudagraphs_checked": skips_checked, "counters": run["counters"],
+            "cudagraphs_checked": skips_checked, "counters": run["counters"], "cudagraph_notes": log.notes,
             "cudagraphs_recorded": run["cudagraphs_recorded"], "error": run["error"]}
 
 
