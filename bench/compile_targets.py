@@ -4,8 +4,8 @@
         [--backend inductor] [--option config=bench]
 
 Each target's report goes to OUT_DIR/<name>.json; each summary line (JSON) gives the CUDA-graph
-status, the findings (kind, path:line, category), the eager causes torch.compile did not name, the
-static-buffer check, outputs vs eager and the eager vs compiled time. One process, so torch is
+status, the findings (kind, path:line, category), the eager causes torch.compile did not name,
+outputs vs eager and the eager vs compiled time. One process, so torch is
 imported once; each target's eager phases still run in their own worker subprocess on CUDA.
 """
 from __future__ import annotations
@@ -49,7 +49,6 @@ def main(argv: list[str]) -> int:
         with open(os.path.join(args.out, name + ".json"), "w", encoding="utf-8") as handle:
             handle.write(dumps(Report(tool_version="bench", runtime=runtime, errors=[])))
         part = runtime["compile"]
-        fix = part.get("static_fix") or {}
         print(json.dumps({
             "target": target, "options": options, "device": part.get("device"), "verdict": part.get("verdict"),
             "cudagraphs": part.get("cudagraphs"), "error": part.get("error"),
@@ -57,10 +56,7 @@ def main(argv: list[str]) -> int:
                          f"{f['message'][:140]}" for f in part.get("findings", [])],
             "eager_causes": [f"{r['kind']} {r['path']}:{r['line']} -> {r['named_by'] or r.get('why_not', '')[:60]}"
                              for r in part.get("cross_check", [])],
-            "static_fix": {k: fix.get(k) for k in ("applied", "works", "cudagraphs_recorded")} if fix else None,
-            "static_fix_skips": [s["message"][:160] for s in fix.get("cudagraph_skips", [])] if fix else None,
-            "static_fix_outputs": (fix.get("outputs") or {}).get("match") if fix else None,
-            "outputs": {k: (part.get("outputs") or {}).get(k) for k in ("match", "max_abs_diff", "first_mismatch")},
+            "outputs": {k: (part.get("outputs") or {}).get(k) for k in ("match", "per_output", "first_mismatch")},
             "bench": part.get("bench"), "counters": part.get("counters"),
             "cudagraphs_recorded": part.get("cudagraphs_recorded"), "compile_s": part.get("compile_s"),
             "eager_phases_s": round(eager_s, 1), "total_s": round(time.perf_counter() - started, 1),

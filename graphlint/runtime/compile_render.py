@@ -8,7 +8,7 @@ from __future__ import annotations
 from rich.markup import escape
 
 MAX_LISTED = 40
-KIND_STYLE = {"graph-break": "red", "recompile": "magenta", "cudagraph-skip": "yellow"}
+KIND_STYLE = {"graph-break": "red", "recompile": "magenta", "cudagraph-skip": "yellow", "cudagraph-warning": "yellow"}
 
 
 def render_compile(part: dict, console) -> None:
@@ -32,13 +32,6 @@ def render_compile(part: dict, console) -> None:
         console.print(f"      fix: {escape(item['fix'])}", style="dim")
     if len(found) > MAX_LISTED:
         console.print(f"  ... {len(found) - MAX_LISTED} more in the JSON report")
-    fix = part.get("static_fix")
-    if fix:
-        after = len(fix.get("cudagraph_skips", []))
-        console.print(f"  static buffers checked: {escape(fix['applied'])} -> {after} skip(s), "
-                      f"{fix.get('cudagraphs_recorded')} CUDA graph(s) recorded, outputs "
-                      f"{'match' if (fix.get('outputs') or {}).get('match') else 'differ'}: "
-                      f"{'the advice works here' if fix.get('works') else 'the advice did not remove the skip'}")
     for row in part.get("cross_check", [])[:MAX_LISTED]:
         named = ", ".join(row["named_by"]) if row["named_by"] else "not named"
         console.print(f"  eager {escape(str(row['kind']))} {escape(str(row.get('op')))} at "
@@ -48,12 +41,14 @@ def render_compile(part: dict, console) -> None:
     if outputs and not outputs.get("compared") and outputs.get("match"):
         console.print("  outputs: not compared (no data: the outputs are meta tensors)")
     elif outputs:
-        tol = outputs.get("tolerance") or {}
         text = "match eager" if outputs.get("match") else f"differ: {(outputs.get('first_mismatch') or {}).get('detail')}"
-        console.print(f"  outputs over {outputs.get('steps')} step(s): {escape(str(text))} (max |diff| "
-                      f"{outputs.get('max_abs_diff', 0):.3g}, atol {tol.get('atol')}, rtol {tol.get('rtol')})")
+        console.print(f"  outputs over {outputs.get('steps')} step(s): {escape(str(text))}")
+        for row in outputs.get("per_output", []):
+            console.print(f"      output {row['output']} ({row['dtype']}): max |diff| {row['max_abs_diff']:.3g}"
+                          f" (max |eager| {row['max_abs_eager']:.3g}), {row['steps_differing']} step(s) outside"
+                          f" atol {row['atol']:g} rtol {row['rtol']:g}", style="dim")
     bench = part.get("bench")
     if bench:
         console.print(f"  time: eager {bench['eager_ms']:.3f} ms/step, compiled {bench['compiled_ms']:.3f} ms/step"
                       + (f", {bench['speedup']:.2f}x" if bench.get("speedup") else "")
-                      + f" (median of {bench['samples']}, {escape(bench.get('compiled_with', ''))})")
+                      + f" (median of {bench['samples']})")

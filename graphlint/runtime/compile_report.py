@@ -26,10 +26,10 @@ GRAPH_BREAK_FIXES = (
 SKIP_FIXES = {
     "mutated-input": ("{tensor} is written by the step but is an ordinary input of the compiled graph "
                       "(it lives on a plain object, not an nn.Module), so Inductor runs this graph without "
-                      "CUDA graphs. Mark it static once, where it is allocated: "
-                      "torch._dynamo.mark_static_address({tensor}); or register it with register_buffer on an "
-                      "nn.Module and compile the module; or return a fresh tensor and copy it into the buffer "
-                      "outside the compiled function"),
+                      "CUDA graphs. Register it with register_buffer on an nn.Module whose method is the step "
+                      "(on an H200, torch 2.11, the same step then recorded a CUDA graph with no skip), or "
+                      "return a fresh tensor and copy it into the buffer outside the compiled function; "
+                      "torch._dynamo.mark_static_address({tensor}) did not remove this skip there"),
     "cpu-tensor": "a CPU tensor is used in the graph: create it on the device at build time, or do the host "
                   "work outside the compiled step",
     "multiple-devices": "keep the step on one device; move cross-device copies outside the compiled step",
@@ -47,6 +47,12 @@ SILENT_BECAUSE = {
     "other-device": "Inductor names work on another device only as a CUDA-graph skip (cpu device), which is "
                     "checked on CUDA only",
 }
+# Per-step Python values: dynamo guards a value where it first reads it, so one recompile (at
+# another line) may stand for several eager findings, and none shows once the value is dynamic.
+_HOST_VALUE_KINDS = ("frozen-scalar", "shape-varies", "control-flow")
+_HOST_VALUE_WHY = ("no recompile names this line: dynamo guards a Python value where it first reads it, so a "
+                   "recompile listed at another line may stand for it, and none shows once the value has become "
+                   "dynamic or the recompile limit is reached (the frame then runs eagerly)")
 _WRITE = re.compile(r"(?P<t>[A-Za-z_][\w.]*(?:\[[^\]]*\])?)\s*\.\s*(?:copy_|index_copy_|index_put_|scatter_|"
                     r"scatter_add_|fill_|zero_|add_|mul_|sub_|div_|masked_fill_|clamp_|\w+_)\(")
 _ASSIGN = re.compile(r"(?P<t>[A-Za-z_][\w.]*)\s*\[[^\]]*\]\s*=(?!=)")
@@ -103,6 +109,15 @@ def findings(result: dict) -> list[dict]:
         found.append({"kind": "recompile", "path": rc["path"], "line": rc["line"],
                       "message": f"recompile: guard failed: {rc['guard']}", "fix": fix, "source": source,
                       "values": rc.get("values")})
+    per_step = next((f for f in found if f["kind"] == "recompile" and f.get("values")
+                     and len(set(map(repr, f["values"]))) > 1), None)
+    for note in result.get("cudagraph_notes", []):
+        if "distinct input size" in note or "distinct sizes" in note:
+            # One CUDA graph per value of the per-step input: the recompile's value is why.
+            where = {"path": per_step["path"], "line": per_step["line"]} if per_step else {"path": "?", "line": 0}
+            found.append({"kind": "cudagraph-warning", **where, "message": note.split(". Please")[0],
+                          "fix": "keep the per-step value in a device tensor so the graph's shapes and "
+                                 "arguments do not change from step to step"})
     for skip in result.get("cudagraph_skips", []):
         tensor = written_tensor(skip["path"], skip["line"]) if skip["category"] == "mutated-input" else None
         template = SKIP_FIXES.get(skip["category"], "see torch's reason")
@@ -123,7 +138,8 @@ def _eager_causes(runtime: dict) -> list[dict]:
     return causes
 
 
-def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool, on_cpu: bool = False) -> list[dict]:
+def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool, on_cpu: bool = False,
+                result_error: dict | None = None) -> list[dict]:
     """Every cause of the eager path, with the compile findings that name it or why none does."""
     rows = []
     for cause in _eager_causes(runtime):
@@ -137,6 +153,12 @@ def cross_check(runtime: dict, found: list[dict], cudagraphs_checked: bool, on_c
         row = {**cause, "named_by": sorted({f["kind"] for f in at})}
         if not at:
             why = SILENT_BECAUSE.get(cause["kind"])
+            if why is None and cause["kind"] in _HOST_VALUE_KINDS and any(f["kind"] == "recompile" for f in found):
+                why = _HOST_VALUE_WHY
+            error = result_error
+            if why is None and error and error.get("step") is not None:
+                why = (f"the compiled step raised at step {error['step']} ({str(error.get('error'))[:120]}), "
+                       "so torch.compile did not report past it")
             if cause["kind"] == "other-device" and cudagraphs_checked:
                 why = None
             if cause["kind"] == "sync" and on_cpu:
@@ -169,7 +191,8 @@ def build(runtime: dict, result: dict) -> dict:
     found = findings(result)
     outputs = result.get("outputs") or {}
     checked = bool(result.get("cudagraphs_checked"))
-    part = {**result, "findings": found, "cross_check": cross_check(runtime, found, checked, str(result.get("device", "cpu")).startswith("cpu")),
+    part = {**result, "findings": found, "cross_check": cross_check(runtime, found, checked, str(result.get("device", "cpu")).startswith("cpu"),
+                                       result.get("error")),
             "cudagraphs": status_line(result)}
     failed = bool(found) or not outputs.get("match", False) or bool(result.get("error"))
     part["verdict"] = "fail" if failed else "pass"

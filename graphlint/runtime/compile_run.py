@@ -35,7 +35,10 @@ _GB_LINK = re.compile(r"https://\S+/(gb\d+)\.html")
 _GUARD = re.compile(r"^\s*(?:\d+/\d+:\s*)?(?P<guard>[^#\n]+?)\s*(?:#|$)", re.M)
 _GUARD_SITE = re.compile(r"#\s*(?P<path>[^#\s]+):(?P<line>\d+) in (?P<function>\S+)\s*$", re.M)
 _SOURCE = re.compile(r"(?:L\['self'\]|\bself)((?:\.[A-Za-z_]\w*|\[\d+\])+)")
-_SKIP_REASON = re.compile(r"(?:skipping|disabling) cudagraphs (?:due to|for) (?P<reason>.*?)(?:\. Found from :|$)", re.S)
+_SKIP_REASON = re.compile(r"(?:skipping|disabling) cudagraphs? (?:due to|for) (?P<reason>.*?)(?:\. Found from :|$)", re.S)
+# The same logger also warns (e.g. "CUDAGraph supports dynamic shapes by recording a new graph for
+# each distinct input size ..."): only these two openings are skips.
+_IS_SKIP = re.compile(r"\s*(?:skipping|disabling) cudagraph")
 
 
 # --------------------------------------------------------------------------- torch's reports
@@ -52,10 +55,11 @@ class CompileLog(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         metadata = getattr(record, "metadata", None)
         if metadata is None:
-            if record.name == CUDAGRAPH_LOGGER:
-                self.skips.append(record.getMessage())
+            message = record.getMessage()
+            if record.name == CUDAGRAPH_LOGGER and _IS_SKIP.match(message):
+                self.skips.append(message)
             elif record.levelno >= logging.WARNING and len(self.notes) < 20:
-                self.notes.append(record.getMessage()[:500])
+                self.notes.append(message[:500])
             return
         name = (metadata.get("artifact") or {}).get("name")
         payload = getattr(record, "payload", None) or ""
@@ -217,7 +221,8 @@ def _scalars(obj: Any, prefix: str = "self", depth: int = 2, out: dict | None = 
 
 
 def static_tensors(obj: Any, depth: int = 8, seen: set | None = None) -> list[torch.Tensor]:
-    """Every tensor held by the target's attributes (objects, lists, dicts), each once."""
+    """Every tensor held by the target's attributes (objects, lists, dicts), each once: tells
+    whether the step computes in half precision."""
     seen = set() if seen is None else seen
     found: list[torch.Tensor] = []
     if id(obj) in seen or depth < 0:
@@ -249,18 +254,22 @@ def _clone(out) -> list[torch.Tensor]:
     return [t.detach().clone() for t in tensors_of(out)]
 
 
-def _tolerance(dtype: torch.dtype, atol: float, rtol: float) -> tuple[float, float]:
+def _tolerance(dtype: torch.dtype, atol: float, rtol: float, half: bool) -> tuple[float, float]:
     if atol or rtol:
         return atol, rtol
     if not dtype.is_floating_point:
         return 0.0, 0.0
-    # Inductor fuses and reorders float math: bit-exactness is not expected (fp32 / half types).
-    return (1e-5, 1e-4) if dtype in (torch.float32, torch.float64) else (1e-3, 1.6e-2)
+    # Inductor fuses and reorders float math: bit-exactness is not expected. A step that computes
+    # in half precision (any bf16/fp16 tensor on the target) gets the half-precision tolerance.
+    return (1e-3, 1.6e-2) if half or dtype in (torch.float16, torch.bfloat16) else (1e-5, 1e-4)
 
 
-def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]], atol: float, rtol: float) -> dict:
-    """Compiled vs eager outputs step by step: the first mismatch and the largest difference."""
-    first_bad, max_diff, tol, compared = None, 0.0, None, 0
+def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]], atol: float, rtol: float,
+            half: bool = False) -> dict:
+    """Compiled vs eager outputs step by step: per output the largest difference, the largest eager
+    magnitude, the steps that differ; overall the first mismatch."""
+    first_bad, compared = None, 0
+    per_output: dict[int, dict] = {}
     for step, (want, got) in enumerate(zip(eager, compiled)):
         if len(want) != len(got):
             first_bad = first_bad or {"step": step, "output": None, "detail": f"{len(got)} outputs, eager gave {len(want)}"}
@@ -271,20 +280,31 @@ def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]],
                 continue
             if a.device.type == "meta" or b.device.type == "meta":
                 continue  # no data to compare (a step that runs on the meta device)
-            t_atol, t_rtol = _tolerance(a.dtype, atol, rtol)
-            tol = tol or {"atol": t_atol, "rtol": t_rtol}
+            t_atol, t_rtol = _tolerance(a.dtype, atol, rtol, half)
+            row = per_output.setdefault(n, {"output": n, "dtype": str(a.dtype).replace("torch.", ""),
+                                            "atol": t_atol, "rtol": t_rtol, "max_abs_diff": 0.0,
+                                            "max_abs_eager": 0.0, "steps_differing": 0})
             b = b.to(a.device)
             compared += 1
             if a.is_floating_point():
                 diff = (a.double() - b.double()).abs()
-                max_diff = max(max_diff, float(diff.max()) if diff.numel() else 0.0)
+                if diff.numel():
+                    row["max_abs_diff"] = max(row["max_abs_diff"], float(diff.max()))
+                    row["max_abs_eager"] = max(row["max_abs_eager"], float(a.double().abs().max()))
                 ok = torch.allclose(a, b, atol=t_atol, rtol=t_rtol, equal_nan=True)
             else:
                 ok = torch.equal(a, b)
-            if not ok and first_bad is None:
-                first_bad = {"step": step, "output": n, "detail": f"output {n} differs from eager at step {step}"}
-    return {"match": first_bad is None, "steps": min(len(eager), len(compiled)), "max_abs_diff": max_diff,
-            "tolerance": tol, "compared": compared, "first_mismatch": first_bad}
+                if not ok:
+                    row["max_abs_diff"] = max(row["max_abs_diff"], float((a.double() - b.double()).abs().max()))
+            if not ok:
+                row["steps_differing"] += 1
+                if first_bad is None:
+                    first_bad = {"step": step, "output": n, "detail": f"output {n} differs from eager at step {step}"}
+    rows = [per_output[k] for k in sorted(per_output)]
+    first_tol = {"atol": rows[0]["atol"], "rtol": rows[0]["rtol"]} if rows else None
+    return {"match": first_bad is None, "steps": min(len(eager), len(compiled)),
+            "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0), "tolerance": first_tol,
+            "compared": compared, "per_output": rows, "first_mismatch": first_bad}
 
 
 def _timed_steps(target: Any, fn, steps: int, device: torch.device, mark_step: bool) -> list[float]:
@@ -302,19 +322,13 @@ def _timed_steps(target: Any, fn, steps: int, device: torch.device, mark_step: b
     return times
 
 
-def _run_compiled(target: Any, step_fn, steps: int, device: torch.device, backend: str,
-                  mark_static: bool) -> dict:
+def _run_compiled(target: Any, step_fn, steps: int, device: torch.device, backend: str) -> dict:
     """One fresh compile of the step over `steps` steps; what torch said and the outputs."""
     import torch._dynamo
     from torch._dynamo.utils import counters
 
     torch._dynamo.reset()
     counters.clear()
-    marked = 0
-    if mark_static:
-        for t in static_tensors(target):
-            torch._dynamo.mark_static_address(t)
-            marked += 1
     kwargs = {"mode": "reduce-overhead"} if backend == "inductor" else {"backend": backend}
     compiled = torch.compile(step_fn, **kwargs)
     outputs, values, error = [], [], None
@@ -336,7 +350,7 @@ def _run_compiled(target: Any, step_fn, steps: int, device: torch.device, backen
         _sync(device)
     return {"compiled": compiled, "step_fn": step_fn, "log": log, "outputs": outputs, "values": values, "error": error,
             "counters": counters_snapshot(), "cudagraphs_recorded": recorded_cudagraphs(device),
-            "marked_static": marked, "seconds": time.perf_counter() - started}
+            "seconds": time.perf_counter() - started}
 
 
 def _summarise(run: dict, device: torch.device, backend: str) -> dict:
@@ -364,7 +378,7 @@ def _summarise(run: dict, device: torch.device, backend: str) -> dict:
         skip = parse_skip(message)
         if all((skip["message"], skip["line"]) != (s["message"], s["line"]) for s in skips):
             skips.append(skip)
-    silent = run["counters"]["cudagraph_skips"] - len(log.skips)
+    silent = run["counters"]["cudagraph_skips"] - len(log.skips)  # every logged skip bumps it once
     if skips_checked and silent > 0:
         # output_code.py bumps the counter without a message for a graph with no CUDA op at all.
         skips.append({"message": f"{silent} graph(s) skipped CUDA graphs without a message: no CUDA op in them "
@@ -379,10 +393,8 @@ def run(spec: dict) -> dict:
     """Compile the target's step on `spec["device"]` and run it `spec["steps"]` times with new inputs.
 
     Returns the raw result: graph breaks, recompiles (with the per-step values of the guarded
-    source), CUDA-graph skips (CUDA with the inductor backend only), the comparison with eager, the
-    eager vs compiled time and, when a skip names a mutated input, a second compile with the
-    target's tensors marked static (`torch._dynamo.mark_static_address`) to check that advice.
-    Raises targets.TargetError when the target cannot be built.
+    source), CUDA-graph skips (CUDA with the inductor backend only), the comparison with eager and
+    the eager vs compiled time. Raises targets.TargetError when the target cannot be built.
     """
     device = torch.device(spec["device"])
     backend = spec.get("backend") or "inductor"
@@ -408,32 +420,18 @@ def run(spec: dict) -> dict:
         if error:
             result["error"] = {"phase": "eager", **error}
             return result
-        first = _run_compiled(target, target.step, steps, device, backend, mark_static=False)
+        first = _run_compiled(target, target.step, steps, device, backend)
         result.update(_summarise(first, device, backend))
         result["compile_s"] = round(first["seconds"], 3)
-        result["outputs"] = compare(eager, first["outputs"], atol, rtol)
+        half = any(t.dtype in (torch.float16, torch.bfloat16) for t in static_tensors(target))
+        result["outputs"] = compare(eager, first["outputs"], atol, rtol, half)
         fn = first["compiled"]
-        if any(s["category"] == "mutated-input" for s in result["cudagraph_skips"]):
-            fixed = _run_compiled(target, target.step, steps, device, backend, mark_static=True)
-            summary = _summarise(fixed, device, backend)
-            result["static_fix"] = {
-                "applied": f"torch._dynamo.mark_static_address on the target's {fixed['marked_static']} tensors",
-                "cudagraph_skips": summary["cudagraph_skips"],
-                "cudagraphs_recorded": summary["cudagraphs_recorded"],
-                "outputs": compare(eager, fixed["outputs"], atol, rtol),
-                "error": summary["error"],
-                "works": not summary["cudagraph_skips"] and not summary["error"]
-                and bool(summary["cudagraphs_recorded"]),
-            }
-            if result["static_fix"]["works"]:
-                fn = fixed["compiled"]
         if spec.get("bench", True) and not result.get("error"):
             n = min(BENCH_STEPS["cuda" if device.type == "cuda" else "cpu"], getattr(target, "max_steps", 10**9) or 10**9)
             eager_ms = _timed_steps(target, target.step, n, device, mark_step=False)
             compiled_ms = _timed_steps(target, fn, n, device, mark_step=device.type == "cuda" and backend == "inductor")
             e, c = statistics.median(eager_ms), statistics.median(compiled_ms)
             result["bench"] = {"eager_ms": round(e, 4), "compiled_ms": round(c, 4),
-                               "speedup": round(e / c, 3) if c else None, "samples": n,
-                               "compiled_with": "static_fix" if fn is not first["compiled"] else "as written"}
+                               "speedup": round(e / c, 3) if c else None, "samples": n}
     torch._dynamo.reset()
     return result
