@@ -213,3 +213,16 @@ def test_cuda_buffers_on_a_plain_object_skip_cuda_graphs_and_name_the_tensor():
 def test_cuda_the_same_buffers_on_an_nn_module_are_captured():
     part = compiled("clean_module", backend="inductor", steps=10, device="cuda:0")["compile"]
     assert part["cudagraphs"].startswith("captured") and part["verdict"] == "pass"
+
+
+@pytest.mark.slow
+def test_check_runtime_compile_puts_the_compile_part_in_the_same_report(tmp_path):
+    from graphlint.cli import main
+
+    out = tmp_path / "report.json"
+    clean = target("clean")
+    result = CliRunner().invoke(main, ["check", clean.split(":")[0], "--runtime", clean, "--runtime-compile",
+                                       "--no-cache", "--format", "json", "-o", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    runtime = json.loads(out.read_text())["runtime"]
+    assert runtime["compile"]["mode"] == "reduce-overhead" and runtime["phases"]["compile"]["verdict"] == "pass"
