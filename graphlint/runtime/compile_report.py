@@ -102,6 +102,10 @@ def findings(result: dict) -> list[dict]:
             fix = (f"{source} is a Python value that changes per step ({_values(values)}): a new value fails "
                    "the guard and recompiles (then the value becomes a dynamic input); keep it in a device "
                    "tensor updated in place (pos.add_(1), copy_ from the host before the step) and index with it")
+        elif "___stack" in rc["guard"]:
+            fix = ("the guarded value is a Python number handed over from the code before a graph break "
+                   "(an .item() or similar host read): every new value recompiles; keep the value on the device "
+                   "and remove the host read")
         else:
             fix = ("a value read here differs between calls (per step, or per layer when layers share code): "
                    "keep per-step values in device tensors instead of Python values, and give layers that "

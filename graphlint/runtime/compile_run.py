@@ -27,7 +27,6 @@ TRACE_LOGGER = "torch.__trace"
 CUDAGRAPH_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"
 # The CUDA-graph tree manager's own warnings (re-record limits, dynamic-shape graph counts).
 CUDAGRAPH_TREES_LOGGER = "torch._inductor.cudagraph_trees.__cudagraphs"
-BACKENDS = ("inductor", "aot_eager", "eager")
 
 _FRAME = re.compile(r'File "(?P<path>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 _GB_AT = re.compile(r"Graph break in user code at (?P<path>.+?):(?P<line>\d+)\s*$", re.M)

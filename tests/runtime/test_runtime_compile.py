@@ -37,6 +37,9 @@ def test_item_is_a_graph_break_at_the_users_line_with_a_fix():
     assert part["verdict"] == "fail" and runtime["phases"]["compile"]["verdict"] == "fail"
     assert runtime["verdict"] == "fail"
     assert part["outputs"]["match"]  # a graph break falls back to eager for that part: still correct
+    handed_over = next(f for f in part["findings"] if f["kind"] == "recompile")
+    assert handed_over["message"].startswith("recompile: guard failed: ___stack0 == ")
+    assert "host read" in handed_over["fix"]
 
 
 def test_a_per_step_python_int_is_a_recompile_with_its_values_and_both_eager_lines_are_named():
@@ -226,3 +229,17 @@ def test_check_runtime_compile_puts_the_compile_part_in_the_same_report(tmp_path
     assert result.exit_code == 0, result.output
     runtime = json.loads(out.read_text())["runtime"]
     assert runtime["compile"]["mode"] == "reduce-overhead" and runtime["phases"]["compile"]["verdict"] == "pass"
+
+
+@pytest.mark.slow
+def test_every_sync_of_the_reference_port_is_named_by_torch_compile_at_its_line():
+    # About a minute on two CPU cores: the reference port recompiles and breaks its graph often.
+    runtime = run_harness("reference", "cpu", 3, bench=False)
+    part = compile_report.run_phase(runtime, "aot_eager", 3, bench=False)["compile"]
+    syncs = [r for r in part["cross_check"] if r["source"] == "sync"]
+    assert len(syncs) == len(runtime["sync_events"]) >= 8
+    assert all(r["named_by"] for r in syncs), [r for r in syncs if not r["named_by"]]
+    item = next(r for r in syncs if r["kind"] == "host-read" and "graph-break" in r["named_by"])
+    assert item["path"] == "dsv4_model/reference.py"
+    # The rest (replay hazards) are each named or carry the reason none is.
+    assert all(r["named_by"] or r["why_not"] for r in part["cross_check"])
