@@ -22,13 +22,17 @@ def render_compile(part: dict, console) -> None:
     if error:
         where = (error.get("stack") or [{}])[-1]
         at = f" at {where['path']}:{where['line']}" if where.get("path") else ""
-        console.print(f"  [red]{escape(str(error.get('phase', 'compiled')))} step {error.get('step')} raised:"
+        step = f" step {error['step']}" if error.get("step") is not None else ""
+        console.print(f"  [red]{escape(str(error.get('phase', 'compiled')))}{step} raised:"
                       f"[/red] {escape(str(error.get('error')))}{escape(at)}")
     found = part.get("findings", [])
     for item in found[:MAX_LISTED]:
         kind_style = KIND_STYLE.get(item["kind"], "white")
+        message = item["message"]
+        for prefix in ("graph break: ", "recompile: "):  # the kind column already says it
+            message = message[len(prefix):] if message.startswith(prefix) else message
         console.print(f"  {escape(str(item['path']))}:{item['line']}  [{kind_style}]{escape(item['kind'])}"
-                      f"[/{kind_style}] {escape(item['message'])}")
+                      f"[/{kind_style}] {escape(message)}")
         console.print(f"      fix: {escape(item['fix'])}", style="dim")
     if len(found) > MAX_LISTED:
         console.print(f"  ... {len(found) - MAX_LISTED} more in the JSON report")

@@ -210,7 +210,8 @@ def attach(runtime: dict, part: dict) -> dict:
                              "cudagraphs": part.get("cudagraphs")}
     if part.get("error"):
         err = part["error"]
-        phase["error"] = f"{err.get('phase', 'compiled')} step {err.get('step')}: {err.get('error')}"
+        step = f" step {err['step']}" if err.get("step") is not None else ""
+        phase["error"] = f"{err.get('phase', 'compiled')}{step}: {err.get('error')}"
     runtime.setdefault("phases", {})["compile"] = phase
     if part["verdict"] == "fail" and runtime.get("verdict") == "pass":
         runtime["verdict"] = "fail"
