@@ -97,6 +97,8 @@ def main() -> None:
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
 @click.option("--runtime", "runtime_target", is_flag=False, flag_value="__default__", default=None,
               help="Also run the runtime harness on TARGET (default: the bundled DSV4 step) into the same report.")
+@click.option("--runtime-compile", is_flag=True,
+              help='With --runtime: also run the step through torch.compile(mode="reduce-overhead") (runtime --compile).')
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="Fail only on findings not in this baseline (see `graphlint baseline write`).")
 @click.option("--diff", "diff_rev", metavar="REV",
@@ -104,7 +106,7 @@ def main() -> None:
 def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
           config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
           no_cache: bool, cache_dir: str | None, runtime_target: str | None, baseline_file: str | None,
-          diff_rev: str | None) -> None:
+          diff_rev: str | None, runtime_compile: bool = False) -> None:
     """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
     config = load_config(config_file)
     targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev)
@@ -119,6 +121,10 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
         target = None if runtime_target == "__default__" else runtime_target
         try:
             report.runtime = run_harness(target or config.runtime_target, None, None)
+            if runtime_compile:
+                from graphlint.runtime.compile_report import run_phase
+
+                run_phase(report.runtime)
         except UsageError as error:  # a target that cannot be loaded: exit 2, no traceback
             fail(str(error))
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,

@@ -55,9 +55,14 @@ def _emit(report, fmt: str, output: str | None) -> None:
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance (0 and 0: bit-exact).")
 @click.option("--reference", is_flag=True, help=f"Run the known-bad reference port ({REFERENCE_TARGET}).")
 @click.option("--no-bench", is_flag=True, help="Skip the eager vs replay benchmark.")
+@click.option("--compile", "compile_step", is_flag=True,
+              help='Also run the step through torch.compile(mode="reduce-overhead"): graph breaks, recompiles, '
+                   "CUDA-graph skips and outputs vs eager, at the user's lines.")
+@click.option("--compile-backend", type=click.Choice(["inductor", "aot_eager", "eager"]), default="inductor",
+              show_default=True, help="inductor = mode reduce-overhead; aot_eager/eager check dynamo only (faster).")
 def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
                     output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
-                    no_bench: bool) -> None:
+                    no_bench: bool, compile_step: bool = False, compile_backend: str = "inductor") -> None:
     """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
 
     TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
@@ -74,6 +79,10 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
             raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint[runtime]'") from None
         runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
                               atol=atol, rtol=rtol, bench=not no_bench)
+        if compile_step:
+            from graphlint.runtime.compile_report import run_phase
+
+            run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench)
     except UsageError as exc:
         _fail(str(exc), output)
     except Exception as exc:  # an internal error: still leave a report behind

@@ -59,6 +59,10 @@ def render_runtime(runtime: dict[str, Any], console) -> None:
     _captures(runtime, console)
     _replays(runtime, console)
     _allocations(runtime, console)
+    if runtime.get("compile"):
+        from graphlint.runtime.compile_render import render_compile
+
+        render_compile(runtime["compile"], console)
     for error in runtime.get("errors", []):
         console.print(f"[red]error:[/red] {escape(error)}")
     console.print(f"runtime verdict: {_verdict(runtime.get('verdict'), 0)}"
