@@ -62,6 +62,8 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, n: int):\n    assert x.dim() == 3 and n > 0\n",
         "def f(x: torch.Tensor, cache=None):\n    y = x if cache is None else cache\n    return y\n",
         "def f(hidden_states, attention_mask=None):\n    if attention_mask is not None and attention_mask.dim() == 2:\n        return hidden_states\n",
+        "def refine(x: torch.Tensor):\n    done = False\n    while not done:\n"
+        "        x = x[: x.shape[0] // 2]\n        done = x.shape[0] < 2\n    return x\n",
     ]
     INVALID = [
         "def f(offsets: torch.Tensor):\n    if offsets[0] != 0:\n        offsets -= offsets[0]\n",
@@ -71,6 +73,10 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, flag: bool):\n    if flag and x.max() > 3:\n        return x\n",
         "def f(xs: list, t: torch.Tensor):\n    return [x for x in xs if t > 0]\n",
         "def f(x: torch.Tensor):\n    if not x.any():\n        return x\n",
+        # A convergence loop: `done` starts as a host bool and is a device reduction from the
+        # second iteration on.
+        "def refine(x: torch.Tensor, tol: float):\n    done = False\n    while not done:\n"
+        "        x = x * 0.5\n        done = (x.abs() < tol).all()\n    return x\n",
     ]
 
     def _check(self, ctx: Context, test: cst.BaseExpression) -> None:

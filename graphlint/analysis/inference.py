@@ -304,6 +304,11 @@ class Inference:
         self.self_attrs: dict[str, Value] = {}
         # Names used as tensors in this function: an unknown value bound to one is a tensor.
         self.evidence: set[str] = set()
+        # Statements evaluated so far: the work done, which stays linear in the code.
+        self.visits = 0
+        # Per loop and entry state, the state after the loop: a nested loop entered again
+        # with the same facts is not walked again (without this, nesting doubles the work).
+        self._loop_exits: dict[tuple, tuple[dict[str, Value], dict[str, Value]]] = {}
 
     # ----- entry points -------------------------------------------------------------
     def run_function(self, node: cst.FunctionDef, is_method: bool) -> FunctionFacts:
@@ -348,6 +353,7 @@ class Inference:
             self.statement(stmt)
 
     def statement(self, stmt: cst.CSTNode) -> None:
+        self.visits += 1
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.small(small)
@@ -363,23 +369,8 @@ class Inference:
                 else:
                     self.block(stmt.orelse.body)
             self.env = _join_envs(after_body, self.env)
-        elif isinstance(stmt, cst.For):
-            iter_value = self.expr(stmt.iter)
-            self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
-            self.out.loop_depth += 1
-            self.block(stmt.body)
-            # A second pass lets loop-carried values (x = f(x)) settle at the join.
-            self.block(stmt.body)
-            self.out.loop_depth -= 1
-            if stmt.orelse is not None:
-                self.block(stmt.orelse.body)
-        elif isinstance(stmt, cst.While):
-            self.expr(stmt.test)
-            self.out.loop_depth += 1
-            self.block(stmt.body)
-            self.out.loop_depth -= 1
-            if stmt.orelse is not None:
-                self.block(stmt.orelse.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self._loop(stmt)
         elif isinstance(stmt, cst.With):
             for item in stmt.items:
                 value = self.expr(item.item)
@@ -404,6 +395,39 @@ class Inference:
             self.expr(stmt.subject)
             for case in stmt.cases:
                 self.block(case.body)
+
+    def _loop(self, stmt: cst.For | cst.While) -> None:
+        """Iterate the body from the loop head until the head's facts stop changing, so a
+        value the body assigns is seen by the next iteration (`done = (delta < tol).all()`
+        makes `while not done` a device test from the second iteration on)."""
+        iter_value = self.expr(stmt.iter) if isinstance(stmt, cst.For) else None
+        key = (id(stmt), iter_value, frozenset(self.env.items()), frozenset(self.self_attrs.items()))
+        known = self._loop_exits.get(key)
+        if known is not None:
+            self.env, self.self_attrs = dict(known[0]), dict(known[1])
+            return
+        head_env, head_attrs = dict(self.env), dict(self.self_attrs)
+        self.out.loop_depth += 1
+        for _ in range(_LOOP_ITERATIONS):
+            self.env, self.self_attrs = dict(head_env), dict(head_attrs)
+            if isinstance(stmt, cst.For):
+                self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
+            else:
+                self.expr(stmt.test)
+            self.block(stmt.body)
+            next_env = _join_loop_envs(head_env, self.env)
+            next_attrs = _join_loop_envs(head_attrs, self.self_attrs)
+            if next_env == head_env and next_attrs == head_attrs:
+                break
+            head_env, head_attrs = next_env, next_attrs
+        self.out.loop_depth -= 1
+        # The loop may run zero or more times: after it, the names hold the head's facts.
+        self.env, self.self_attrs = head_env, head_attrs
+        if isinstance(stmt, cst.While):
+            self.expr(stmt.test)
+        if stmt.orelse is not None:
+            self.block(stmt.orelse.body)
+        self._loop_exits[key] = (dict(self.env), dict(self.self_attrs))
 
     def small(self, small: cst.BaseSmallStatement) -> None:
         if isinstance(small, cst.Assign):
@@ -820,6 +844,32 @@ def _tensor_result(args: list[Value]) -> Value:
     if not tensors and args and all(a.kind in (HOST, NONE) for a in args):
         return V_HOST_TENSOR
     return V_DEVICE
+
+
+# Iterations of a loop body before the head is taken as it stands: each iteration moves at least
+# one name up a lattice of height four, and real loops settle in two or three.
+_LOOP_ITERATIONS = 6
+
+
+def join_loop(a: Value, b: Value) -> Value:
+    """The join at a loop head: a name that holds a device tensor on entry or after some
+    iteration holds one in some iteration of every run, so DEVICE wins over other kinds."""
+    if a == b:
+        return a
+    if a.kind == DEVICE and b.kind == DEVICE:
+        return Value(DEVICE, a.is_bool and b.is_bool)
+    if a.kind == DEVICE and b.kind != NONE:
+        return a
+    if b.kind == DEVICE and a.kind != NONE:
+        return b
+    return join(a, b)
+
+
+def _join_loop_envs(head: dict[str, Value], after: dict[str, Value]) -> dict[str, Value]:
+    merged = dict(head)
+    for name, value in after.items():
+        merged[name] = join_loop(merged[name], value) if name in merged else value
+    return merged
 
 
 def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
