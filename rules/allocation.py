@@ -63,7 +63,9 @@ class PerStepAllocation(Rule):
 
 class HostToDeviceCopy(Rule):
     """Flags host data copied to the device inside the step: `torch.tensor(values,
-    device=...)`, and `.to(device)` / `.cuda()` of host tensors built in the step.
+    device=...)`, `.to(device)` / `.cuda()` of host tensors built in the step, and the
+    implicit copies of a host index: a device tensor indexed (read, written or
+    `index_put_`) with a Python list, a numpy array or a CPU tensor.
 
     ## Why it breaks a CUDA graph
     The copy reads pageable host memory (a hidden sync), and under capture its source is
@@ -71,10 +73,13 @@ class HostToDeviceCopy(Rule):
 
     ## Example
         positions = torch.tensor([start_pos], device=x.device)
+        rows = hidden[[0, 2, 5]]          # the list is copied to the device first
 
     ## Use instead
     Keep the value in a static device buffer updated before replay, from a pinned host
-    buffer: `pinned[0] = start_pos; pos_buf.copy_(pinned, non_blocking=True)`.
+    buffer: `pinned[0] = start_pos; pos_buf.copy_(pinned, non_blocking=True)`; keep index
+    tensors on the device (a buffer made once in `__init__`). A pinned tensor copied with
+    `non_blocking=True` is that pattern and is not reported.
     """
 
     code = "GL402"
@@ -86,9 +91,20 @@ class HostToDeviceCopy(Rule):
         "def f(pos_buf: torch.Tensor, pinned: torch.Tensor):\n    pos_buf.copy_(pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor, dev):\n    return x.to(dev)\n",
         "def f(x: torch.Tensor):\n    return torch.tensor(3.0)\n",
+        # nano-vllm model_runner.py: a pinned upload, asynchronous, before replay.
+        "def prepare_sample(temperatures: list):\n"
+        "    return torch.tensor(temperatures, dtype=torch.float32, pin_memory=True).cuda(non_blocking=True)\n",
+        "def f(x: torch.Tensor, idx: torch.Tensor, i: int):\n    return x[idx] + x[i] + x[:, 0:2]\n",
+        "def f(x: torch.Tensor, rows: list):\n    return [rows[i] for i in range(len(rows))]\n",
     ]
     INVALID = [
         "def f(x: torch.Tensor, start_pos: int):\n    return torch.tensor([start_pos], device=x.device)\n",
+        "def f(hidden: torch.Tensor):\n    return hidden[[0, 2, 5]]\n",
+        "import numpy as np\ndef f(scores: torch.Tensor, n: int):\n    rows = np.arange(n)\n    scores[rows, 0] = 0.0\n",
+        "def f(x: torch.Tensor, v: torch.Tensor, n: int):\n    idx = torch.arange(n)\n    x.index_put_((idx,), v)\n",
+        # A per-step position vector built from CPU aranges and moved every step.
+        "def f(x: torch.Tensor, a: int, b: int):\n"
+        "    pos = torch.cat([torch.arange(a), torch.arange(b)]).to(x.device)\n    return x[pos]\n",
         "def f(x: torch.Tensor, n: int):\n    t = torch.arange(n).to(x.device)\n    return t\n",
         "def f(ids: list):\n    return torch.tensor(ids).cuda()\n",
     ]
@@ -97,12 +113,53 @@ class HostToDeviceCopy(Rule):
         qualified = ctx.qualified(node.func)
         if qualified in _FROM_HOST:
             data = positional(node)[:1]
-            if ctx.value(node).kind == "device" and not (data and is_device(ctx, data[0])):
+            if (ctx.value(node).kind == "device" and not (data and is_device(ctx, data[0]))
+                    and not (data and _has_device_element(ctx, data[0]))):  # GL108 reports those
                 ctx.report(self, node)
             return
         method = method_name(node) if qualified is None else None
         if method in ("to", "cuda") and ctx.value(receiver(node)).kind == "host_tensor" and ctx.value(node).kind == "device":
-            ctx.report(self, node)
+            if not (_is_pinned(receiver(node), ctx) and _is_true(keyword(node, "non_blocking"))):
+                ctx.report(self, node)
+        elif method in ("index_put_", "index_put") and is_device(ctx, receiver(node)):
+            indices = positional(node)[:1]
+            if indices and any(_is_host_index(ctx, part) for part in _elements(indices[0])):
+                ctx.report(self, indices[0], message="a host index (list, numpy array, CPU tensor) is copied to the device every step")
+
+    def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
+        if not is_device(ctx, node.value):
+            return
+        for element in node.slice:
+            inner = element.slice
+            if isinstance(inner, cst.Index) and _is_host_index(ctx, inner.value):
+                ctx.report(self, inner.value, message="a host index (list, numpy array, CPU tensor) into a device tensor is copied to the device every step")
+                return
+
+
+def _elements(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    return [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+
+
+def _is_host_index(ctx: Context, node: cst.BaseExpression) -> bool:
+    """A list literal of indices or a host array used as an index: copied to the device."""
+    if isinstance(node, cst.List):
+        return bool(node.elements) and all(ctx.value(e.value).kind == "host" for e in node.elements)
+    return ctx.value(node).kind == "host_tensor"
+
+
+def _has_device_element(ctx: Context, node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.List, cst.Tuple)) and any(is_device(ctx, e.value) for e in node.elements)
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_pinned(node: cst.BaseExpression | None, ctx: Context) -> bool:
+    """`torch.tensor(..., pin_memory=True)` or `.pin_memory()`: page-locked host memory."""
+    if not isinstance(node, cst.Call):
+        return False
+    return _is_true(keyword(node, "pin_memory")) or method_name(node) == "pin_memory"
 
 
 class GrowingCache(Rule):

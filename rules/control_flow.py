@@ -11,7 +11,14 @@ from ._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")
 _SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
-                           "new_full", "resize_", "tile"})
+                           "new_full", "resize_", "tile", "narrow", "select", "roll", "unflatten"})
+
+
+def _size_parts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """A size argument and, for a literal tuple or list of sizes, its elements."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [e.value for e in node.elements]
+    return [node]
 _TEST_PARENTS = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf, cst.BooleanOperation, cst.UnaryOperation)
 
 
@@ -135,6 +142,11 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor):\n    return torch.topk(x, 16, dim=-1)\n",
         "def f(x: torch.Tensor):\n    return x.view(x.shape[0], -1)\n",
         "def f(x: torch.Tensor):\n    for i in range(x.size(0)):\n        pass\n",
+        # Host-known twins: sizes from shapes, numel(), an .item() result, a config int.
+        "def f(x: torch.Tensor, cfg):\n    n = x.shape[0]\n    return torch.zeros((n, cfg.hidden_size), device=x.device)\n",
+        "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    end = int(lengths.numel()) + 1\n"
+        "    return cache.narrow(1, 0, end)\n",
+        "def f(k: torch.Tensor, cache_position: torch.Tensor):\n    end = cache_position[-1].item() + 1\n    return k[:, :end]\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    n = lengths.max()\n    return cache[:, :n]\n",
@@ -142,6 +154,13 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor, k: torch.Tensor):\n    return x.topk(k)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return torch.zeros(n, device=x.device)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return x.view(n, -1)\n",
+        # A 0-dim device tensor as a size inside a shape tuple, and as a narrow() start: the
+        # last cache position plus one, an element of a lengths tensor.
+        "def f(x: torch.Tensor, lengths: torch.Tensor):\n    n = lengths[0]\n"
+        "    return torch.zeros((n, x.shape[-1]), device=x.device)\n",
+        "def f(cache: torch.Tensor, cache_position: torch.Tensor):\n    end = cache_position[-1] + 1\n"
+        "    return cache.narrow(1, 0, end)\n",
+        "def f(k: torch.Tensor, cache_position: torch.Tensor):\n    return k[:, : cache_position[-1] + 1]\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
@@ -161,15 +180,17 @@ class DeviceValueAsInt(Rule):
             if is_device(ctx, k):
                 ctx.report(self, k, message="`topk` with a device-valued k: a sync, and the output shape changes with the data")
             return
-        if qualified in _FACTORIES or qualified in ("torch.arange",):
+        if qualified in _FACTORIES or qualified in ("torch.arange", "torch.narrow"):
             for arg in args:
-                if is_device(ctx, arg):
-                    ctx.report(self, arg)
+                for part in _size_parts(arg):
+                    if is_device(ctx, part):
+                        ctx.report(self, part)
             return
         if method in _SIZE_METHODS and is_device(ctx, func.value if isinstance(func, cst.Attribute) else None):
             for arg in args:
-                if is_device(ctx, arg):
-                    ctx.report(self, arg)
+                for part in _size_parts(arg):
+                    if is_device(ctx, part):
+                        ctx.report(self, part)
 
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         base = ctx.value(node.value)

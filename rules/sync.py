@@ -294,6 +294,91 @@ class HostBooleanOp(Rule):
             ctx.report(self, node)
 
 
-RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp]
+# Builtins that take the truth value of elements or compare them: over a device tensor each
+# element is a 0-dim device tensor, and every `bool()` / `<` on one is a host read.
+_TRUTH_BUILTINS = frozenset({"all", "any", "max", "min", "sorted"})
+
+
+class ImplicitHostRead(Rule):
+    """Flags Python builtins and operators that read device values on the host without a
+    visible `.item()`: `all`, `any`, `max`, `min`, `sorted` over a device tensor or with a
+    device argument, and membership tests (`tok in ids` with `ids` a device tensor, or a
+    device value looked up in a list or tuple).
+
+    ## Why it breaks a CUDA graph
+    Iterating a tensor yields 0-dim device tensors; `all` / `any` take the truth value of
+    each (one sync per element), `max` / `min` / `sorted` compare them with `<` (a sync per
+    comparison), and `x in t` is `(t == x).any()` read as a Python bool. During capture the
+    first read raises; eagerly the step stalls once per element.
+
+    ## Example
+        if any(finished):          # finished: a device bool tensor
+            ...
+        if next_token in stop_ids: # stop_ids: a device tensor
+            ...
+
+    ## Use instead
+    Reduce on the device and keep the result there: `finished.any()` combined with
+    `torch.where`, `torch.isin(next_token, stop_ids)` as a mask, `torch.maximum(a, b)` for
+    two tensors; read a flag on the host only after replay.
+    """
+
+    code = "GL108"
+    name = "implicit-host-read"
+    message = "a builtin or operator reads device values on the host (a truth value or comparison per element): a sync"
+    fix = "reduce on the device (t.any() / t.all() / t.max() / torch.maximum / torch.isin) and keep the result there (torch.where)"
+    VALID = [
+        "def f(x: torch.Tensor, n: int):\n    return max(n, x.size(-1)) + min(x.shape)\n",
+        "def f(x: torch.Tensor):\n    return x.any() & x.all()\n",
+        "def f(flags: list, procs):\n    if any(procs):\n        return all(flags)\n",
+        "def f(x: torch.Tensor, ids: list):\n    v = x.argmax().item()\n    return v in ids\n",
+        "def f(x: torch.Tensor, names: dict):\n    return 'k' in names and x.dim() in (2, 3)\n",
+        # gpt-fast generate.py: temperature is a float, the top-k bound a host size.
+        "def logits_to_probs(logits, temperature: float = 1.0, top_k: int = 8):\n"
+        "    logits = logits / max(temperature, 1e-5)\n"
+        "    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))\n    return v\n",
+    ]
+    INVALID = [
+        "def f(finished: torch.Tensor):\n    if any(finished):\n        return 1\n",
+        "def f(scores: torch.Tensor):\n    return max(scores.softmax(-1)[0])\n",
+        "def f(tok: int, stop_ids: torch.Tensor):\n    return tok in stop_ids\n",
+        "def f(logits: torch.Tensor, eos: list):\n    nxt = logits.argmax(-1)\n    return nxt in [eos[0], eos[1]]\n",
+        "def f(a: torch.Tensor, b: torch.Tensor):\n    return max(a.sum(), b.sum())\n",
+        # torch.tensor over a list of 0-dim device tensors reads each one (gpt-fast model.py
+        # apply_rope_scaling builds the new frequencies this way).
+        "def f(freqs: torch.Tensor, factor: float):\n    new = []\n    for freq in freqs:\n"
+        "        new.append(freq / factor)\n    return torch.tensor([new[0], freqs[1]], device=freqs.device)\n",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        self._tensor_of_device_scalars(node, ctx)
+        func = node.func
+        if not (isinstance(func, cst.Name) and func.value in _TRUTH_BUILTINS) or ctx.qualified(func):
+            return
+        args = positional(node)
+        if any(is_device(ctx, arg) for arg in args):
+            ctx.report(self, node, message=f"`{func.value}()` over a device value reads each element on the host: a sync")
+
+    def _tensor_of_device_scalars(self, node: cst.Call, ctx: Context) -> None:
+        if ctx.qualified(node.func) not in ("torch.tensor", "torch.as_tensor"):
+            return
+        data = positional(node)[:1]
+        if data and isinstance(data[0], (cst.List, cst.Tuple)) and any(is_device(ctx, e.value) for e in data[0].elements):
+            ctx.report(self, data[0], message="`torch.tensor` of device scalars reads each one on the host (a sync) and copies it back")
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: Context) -> None:
+        left = node.left
+        for target in node.comparisons:
+            right = target.comparator
+            if isinstance(target.operator, (cst.In, cst.NotIn)):
+                in_tensor = is_device(ctx, right)
+                in_literal = isinstance(right, (cst.List, cst.Tuple, cst.Set)) and is_device(ctx, left)
+                if in_tensor or in_literal:
+                    ctx.report(self, target, message="a membership test on a device value is a host read: a sync")
+            left = right
+
+
+RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp,
+         ImplicitHostRead]
 
 __all__ = ["RULES", "Example"]

@@ -86,6 +86,10 @@ _NON_TENSOR_PREFIXES = (
     "torch.load", "torch.save",
     "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
 )
+# numpy constructors of arrays (not scalars): host memory.
+_NUMPY_ARRAYS = ("numpy.array", "numpy.asarray", "numpy.arange", "numpy.zeros", "numpy.ones", "numpy.full",
+                 "numpy.empty", "numpy.concatenate", "numpy.stack", "numpy.repeat", "numpy.cumsum",
+                 "numpy.where", "numpy.nonzero", "numpy.argsort", "numpy.random.")
 _HOST_BUILTINS = frozenset({
     "len", "isinstance", "issubclass", "hasattr", "callable", "range", "str", "repr", "id",
     "type", "getattr", "sorted", "tuple", "list", "dict", "set", "frozenset", "round",
@@ -712,6 +716,8 @@ class Inference:
             short = qualified.rsplit(".", 1)[-1]
             if short in ("ModuleList", "Sequential", "ModuleDict"):
                 return V_MODULE_LIST
+            if qualified.startswith(_NUMPY_ARRAYS):
+                return V_HOST_TENSOR  # host memory, like a CPU tensor: indexing a device tensor copies it
             return V_UNKNOWN
         if qualified in _HOST_FUNCS:
             return V_HOST
