@@ -136,6 +136,10 @@ class HostToDeviceCopy(Rule):
                 return
 
 
+def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and any(is_device(ctx, arg.value) for arg in node.args)
+
+
 def _elements(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
 
@@ -272,6 +276,10 @@ class ScalarWriteToDevice(Rule):
         "class D(nn.Module):\n    def __init__(self, dev):\n        super().__init__()\n        self.tok_pinned = torch.zeros(1, dtype=torch.long, pin_memory=True)\n        self.tok = torch.zeros(1, dtype=torch.long, device=dev)\n    def set_token(self, tid: int):\n        self.tok_pinned[0] = tid\n        self.tok.copy_(self.tok_pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor):\n    m = x < 0\n    x[m] = 0.0\n",
         "def f(x: torch.Tensor, y: torch.Tensor):\n    x[0] = y\n",
+        # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
+        "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
+        "    for seq_id, processor in enumerate(processors):\n"
+        "        logits[seq_id] = processor(all_ids[seq_id], logits[seq_id])\n    return logits\n",
     ]
     INVALID = [
         "def f(tok_buf: torch.Tensor, next_token: int):\n    tok_buf[0] = next_token\n",
@@ -292,7 +300,10 @@ class ScalarWriteToDevice(Rule):
                 continue  # through a mask a scalar is masked_fill_
             element_write = all(isinstance(i, cst.Index) and ctx.value(i.value).kind == "host" for i in indices)
             # An unknown value is reported only for a single-element write (buf[b, 0] = token),
-            # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv).
+            # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv). A
+            # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
+            if value.kind == "unknown" and _call_on_device(ctx, node.value):
+                continue
             if value.kind == "host" or element_write:
                 ctx.report(self, sub)
 

@@ -575,7 +575,10 @@ class FrozenScalar(Rule):
     A value is per-step when it is a host value (not a tensor) that comes from a parameter or
     `self` attribute named like a decode position or counter (`start_pos`, `cur_pos`, `step`,
     `seq_len`, `n_comp`, `token_id`, ...; `pos` and `position` only when annotated as host
-    scalars), directly or through local arithmetic.
+    scalars), or, by dataflow under any name, from a `self` attribute the class advances with
+    an augmented assignment (`self.filled += 1`) or a parameter that a caller's loop advances
+    between calls (`offset += 1` around `decode_one(..., offset)`), directly or through local
+    arithmetic.
 
     ## Why it breaks a CUDA graph
     A graph records kernel arguments by value. A Python int used as an offset, a bound or a
@@ -593,8 +596,9 @@ class FrozenScalar(Rule):
     `freqs.index_select(0, pos)`; fixed-size top-k with `-inf` masking.
 
     ## Known problems
-    Per-step values are recognised by name; a position held under another name is missed,
-    and a host value with one of these names that never changes is reported.
+    Besides the dataflow cases, per-step values are recognised by name: a position kept under
+    another name that nothing in the linted code advances is missed, and a host value with one
+    of these names that never changes is reported.
     """
 
     code = "GL508"
@@ -609,6 +613,17 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # Dataflow twins: a device counter the step advances in place, a per-layer offset that
+        # takes the same values every step, a caller that passes a constant.
+        "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
+        "        self.filled = torch.zeros((), dtype=torch.long, device='cuda')\n        self.w = w\n"
+        "    def append(self, kv: torch.Tensor):\n        self.cache.index_copy_(1, self.filled % self.w, kv)\n"
+        "        self.filled += 1\n",
+        "def f(x: torch.Tensor, sizes: list):\n    offset = 0\n    parts = []\n    for s in sizes:\n"
+        "        parts.append(x[:, offset:offset + s])\n        offset += s\n    return parts\n",
+        "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
+        "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    for _ in range(n):\n"
+        "        decode_one(cache, kv, 0)\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
@@ -618,6 +633,16 @@ class FrozenScalar(Rule):
         "class Attn:\n    def forward(self, x: torch.Tensor):\n        return self.freqs_cis[self.start_pos]\n",
         "def window(w: int, start_pos, device):\n    idxs = torch.full((1, w), -1, device=device)\n"
         "    n = min(start_pos + 1, w)\n    idxs[..., :n] = 0\n    return idxs\n",
+        # By dataflow: a sliding-window cache whose fill count the class advances (a replay
+        # writes the capture-time slot forever: the window never starts rolling) ...
+        "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
+        "        self.filled = 0\n        self.w = w\n"
+        "    def append(self, kv: torch.Tensor):\n        self.cache[:, self.filled % self.w] = kv\n"
+        "        self.filled += 1\n",
+        # ... and an offset the decode loop advances and passes to the step.
+        "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
+        "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    offset = 0\n    for _ in range(n):\n"
+        "        decode_one(cache, kv, offset)\n        offset += 1\n",
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
@@ -672,12 +697,14 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
             continue
         if name in PER_STEP_NAMES or (name in _ANNOTATED_ONLY and kind == HOST):
             names.add(name)
+        elif name in getattr(ctx.facts, "per_step_params", ()):
+            names.add(name)  # a caller's loop advances it between calls
     assignments = []
     self_attrs = False
     for node in _walk(function.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and node.attr.value in PER_STEP_NAMES \
+        elif isinstance(node, cst.Attribute) and _per_step_attr(node.attr.value, ctx) \
                 and isinstance(node.value, cst.Name) and node.value.value == "self":
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
@@ -707,6 +734,11 @@ _SCALAR_ARG_METHODS = frozenset({
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 
+def _per_step_attr(attr: str, ctx: Context) -> bool:
+    """A `self` attribute named like a position, or one the class advances itself."""
+    return attr in PER_STEP_NAMES or attr in getattr(ctx.facts, "per_step_attrs", ())
+
+
 def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
@@ -716,7 +748,7 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
         if node.attr.value in _META:
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return node.attr.value in PER_STEP_NAMES and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
+            return _per_step_attr(node.attr.value, ctx) and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
         return _mentions(node.value, names, ctx)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""

@@ -69,6 +69,14 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, n: int):\n    assert x.dim() == 3 and n > 0\n",
         "def f(x: torch.Tensor, cache=None):\n    y = x if cache is None else cache\n    return y\n",
         "def f(hidden_states, attention_mask=None):\n    if attention_mask is not None and attention_mask.dim() == 2:\n        return hidden_states\n",
+        # Host-known twins of the call-site cases: a size, and a base that keeps a Python count.
+        "def _keep(n, threshold):\n    if n > threshold:\n        return n\n    return 0\n"
+        "def step(logits: torch.Tensor):\n    return _keep(logits.shape[-1], 4)\n",
+        "def _keep(scores, threshold):\n    if scores > threshold:\n        return 1\n    return 0\n"
+        "def step(logits: torch.Tensor, lo: torch.Tensor):\n    a = _keep(logits.max().item(), 0.5)\n    return _keep(lo, 0.5) + a\n",
+        "class Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.seen = None\n"
+        "    def step(self, x: torch.Tensor):\n        if self.seen > 0:\n            return x\n        return -x\n"
+        "class Sub(Base):\n    def __init__(self, n: int):\n        super().__init__()\n        self.seen = n\n",
         "def refine(x: torch.Tensor):\n    done = False\n    while not done:\n"
         "        x = x[: x.shape[0] // 2]\n        done = x.shape[0] < 2\n    return x\n",
     ]
@@ -80,6 +88,14 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, flag: bool):\n    if flag and x.max() > 3:\n        return x\n",
         "def f(xs: list, t: torch.Tensor):\n    return [x for x in xs if t > 0]\n",
         "def f(x: torch.Tensor):\n    if not x.any():\n        return x\n",
+        # A selection helper without annotations: every call site passes a device tensor.
+        "def _keep(scores, threshold):\n    if scores.max() > threshold:\n        return scores\n    return scores * 0\n"
+        "def step(logits: torch.Tensor):\n    return _keep(logits.softmax(-1), 0.5)\n",
+        # A base class declares the cache empty; the subclass that runs fills it on the device.
+        "class Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = None\n"
+        "    def step(self, x: torch.Tensor):\n        if self.cache.abs().max() > 0:\n            return x\n        return -x\n"
+        "class Sub(Base):\n    def __init__(self, n: int):\n        super().__init__()\n"
+        "        self.cache = torch.zeros(n, device='cuda')\n",
         # A convergence loop: `done` starts as a host bool and is a device reduction from the
         # second iteration on.
         "def refine(x: torch.Tensor, tol: float):\n    done = False\n    while not done:\n"
@@ -142,6 +158,10 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor):\n    return torch.topk(x, 16, dim=-1)\n",
         "def f(x: torch.Tensor):\n    return x.view(x.shape[0], -1)\n",
         "def f(x: torch.Tensor):\n    for i in range(x.size(0)):\n        pass\n",
+        "def _window(cache, n):\n    return cache[:, :n]\n"
+        "def step(cache: torch.Tensor, lengths: torch.Tensor):\n    return _window(cache, cache.shape[1] // 2)\n",
+        "def _width(mask: torch.Tensor):\n    return mask.shape[-1]\n"
+        "def step(cache: torch.Tensor, mask: torch.Tensor):\n    n = _width(mask)\n    return cache[:, :n]\n",
         # Host-known twins: sizes from shapes, numel(), an .item() result, a config int.
         "def f(x: torch.Tensor, cfg):\n    n = x.shape[0]\n    return torch.zeros((n, cfg.hidden_size), device=x.device)\n",
         "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    end = int(lengths.numel()) + 1\n"
@@ -154,6 +174,12 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor, k: torch.Tensor):\n    return x.topk(k)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return torch.zeros(n, device=x.device)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return x.view(n, -1)\n",
+        # A 0-dim device tensor handed to a helper that uses it as a bound, and a helper's
+        # device result used as one.
+        "def _window(cache, n):\n    return cache[:, :n]\n"
+        "def step(cache: torch.Tensor, lengths: torch.Tensor):\n    return _window(cache, lengths.max())\n",
+        "def _lengths(mask: torch.Tensor):\n    return mask.sum(-1)\n"
+        "def step(cache: torch.Tensor, mask: torch.Tensor):\n    n = _lengths(mask).max()\n    return cache[:, :n]\n",
         # A 0-dim device tensor as a size inside a shape tuple, and as a narrow() start: the
         # last cache position plus one, an element of a lengths tensor.
         "def f(x: torch.Tensor, lengths: torch.Tensor):\n    n = lengths[0]\n"

@@ -169,6 +169,8 @@ class ClassInfo:
         self.bases = bases
         self.attrs: dict[str, Value] = {}
         self.is_module = False
+        # Host attributes a method advances (`self.offset += n`): they change every call.
+        self.advanced: set[str] = set()
 
     def assign(self, attr: str, value: Value) -> None:
         old = self.attrs.get(attr)
@@ -204,6 +206,15 @@ class ModuleFacts:
             if self.class_is_module(short, seen | {name}):
                 return True
         return False
+
+    def class_advanced(self, name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        info = self.classes.get(name)
+        if info is None or name in seen:
+            return set()
+        found = set(info.advanced)
+        for base in info.bases:
+            found |= self.class_advanced(base.rsplit(".", 1)[-1], seen | {name})
+        return found
 
     def class_attrs(self, name: str, seen: frozenset[str] = frozenset()) -> dict[str, Value]:
         """Attributes of a class and of its same-file bases (a subclass's own assignment wins)."""
@@ -279,6 +290,31 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
     return V_UNKNOWN
 
 
+def _advanced_names(body: cst.BaseSuite) -> set[str]:
+    """Locals a loop body advances: `n += k` or `n = n + k` (the name on both sides)."""
+    names: set[str] = set()
+    for node in iter_code(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) is cst.AugAssign and isinstance(node.target, cst.Name):
+            names.add(node.target.value)
+        elif type(node) is cst.Assign and isinstance(node.value, cst.BinaryOperation):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and any(
+                        isinstance(n, cst.Name) and n.value == target.target.value
+                        for n in (node.value.left, node.value.right)):
+                    names.add(target.target.value)
+    return names
+
+
+def _default_code(param: cst.Param) -> str | None:
+    """A parameter's default for the summary: "none", "host" (a literal) or None (no default,
+    or one whose kind is not known)."""
+    if param.default is None:
+        return None
+    if _is_none(param.default):
+        return "none"
+    return "host" if _is_literal(param.default) else "other"
+
+
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -290,18 +326,85 @@ class FunctionFacts:
         self.values: dict[int, Value] = {}
         # Names assigned before entering each loop, to spot loop-carried cache growth.
         self.loop_depth = 0
+        # Per-step Python values by dataflow: parameters that a caller's loop advances between
+        # calls, and `self` attributes the class advances with an augmented assignment.
+        self.per_step_params: set[str] = set()
+        self.per_step_attrs: set[str] = set()
 
     def of(self, node: cst.CSTNode) -> Value:
         return self.values.get(id(node), V_UNKNOWN)
 
 
+_KIND_CODES = {DEVICE: "device", HOST_TENSOR: "host_tensor", HOST: "host", NONE: "none", MODULE: "module",
+               MODULE_LIST: "module_list"}
+
+
+def encode(value: Value) -> str | None:
+    """A Value as the string kept in summaries; None for what is not known."""
+    if value.kind.startswith("tuple:"):
+        return value.kind
+    code = _KIND_CODES.get(value.kind)
+    if code == "device" and value.is_bool:
+        return "device_bool"
+    return code
+
+
+def decode(code: str) -> Value:
+    if code == "device_bool":
+        return V_DEVICE_BOOL
+    return Value(code)
+
+
+@dataclass
+class ExternalFacts:
+    """What other functions of the linted code say about this file (graphlint.callgraph.
+    summaries joins them): parameter kinds from every call site, return kinds of callees by
+    callee key, attribute kinds inherited from classes in other files."""
+
+    params: dict[str, dict[str, str]]  # function qualname -> parameter -> kind code
+    returns: dict[str, str]  # callee key (see Inference.callee_key) -> kind code
+    attrs: dict[str, dict[str, str]]  # class name -> attribute -> kind code
+    steps: dict[str, list[str]] = None  # function qualname -> parameters a caller's loop advances
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "ExternalFacts | None":
+        if not data:
+            return None
+        return cls(data.get("params", {}), data.get("returns", {}), data.get("attrs", {}), data.get("steps", {}))
+
+
+# Callees in these libraries are never linted functions: their calls are not summarised.
+_LIBRARY_PREFIXES = ("torch.", "numpy.", "math.", "os.", "sys.", "re.", "typing.", "functools.", "itertools.",
+                     "collections.", "dataclasses.", "logging.", "time.", "random.", "json.", "triton.",
+                     "contextlib.", "asyncio.", "copy.", "inspect.", "enum.", "abc.", "warnings.", "pathlib.")
+
+
 class Inference:
     """Evaluates one function body in program order, recording a Value for each expression."""
 
-    def __init__(self, facts: ModuleFacts, class_name: str | None, env: dict[str, Value] | None = None):
+    def __init__(self, facts: ModuleFacts, class_name: str | None, env: dict[str, Value] | None = None,
+                 external: ExternalFacts | None = None):
         self.facts = facts
         self.imports = facts.imports
+        self.class_name = class_name
         self.class_attrs = facts.class_attrs(class_name) if class_name else {}
+        self.external = external
+        if external is not None and class_name in external.attrs:
+            inherited = {attr: decode(code) for attr, code in external.attrs[class_name].items()}
+            self.class_attrs = {**inherited, **{a: v for a, v in self.class_attrs.items()
+                                                if v.kind not in (UNKNOWN, NONE) or a not in inherited}}
+        # For the summary: the arguments of each call to a linted function and the returns.
+        self.calls: dict[int, tuple[str, list, dict]] = {}
+        self.returns: dict[int, tuple] = {}
+        self.param_names: list[str] = []
+        self.param_defaults: dict[str, str | None] = {}
+        self.local_params: dict[str, Value] = {}
+        # Host attributes of self this function advances, and the loop-carried locals the
+        # enclosing loops advance (names), with the calls that pass one of them on.
+        self.advanced_attrs: set[str] = set()
+        self._advancing: list[frozenset[str]] = []
+        self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
+        self._advanced_by_loop: dict[int, frozenset[str]] = {}
         self.env: dict[str, Value] = dict(env or {})
         self.out = FunctionFacts()
         # Assigned attributes of self during this function (they override class facts).
@@ -315,10 +418,20 @@ class Inference:
         self._loop_exits: dict[tuple, tuple[dict[str, Value], dict[str, Value]]] = {}
 
     # ----- entry points -------------------------------------------------------------
-    def run_function(self, node: cst.FunctionDef, is_method: bool) -> FunctionFacts:
+    def run_function(self, node: cst.FunctionDef, is_method: bool, qualname: str | None = None) -> FunctionFacts:
         self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
+        self.local_params = {name: self.env[name] for name in self.param_names if name in self.env}
+        known = self.external.params.get(qualname or "", {}) if self.external is not None else {}
+        for name, code in known.items():
+            # Call-site evidence fills in only what the function itself leaves unknown.
+            if self.env.get(name, V_UNKNOWN).kind == UNKNOWN:
+                self.env[name] = decode(code)
+        if self.external is not None:
+            self.out.per_step_params = set(self.external.steps.get(qualname or "", ()))
         self.block(node.body)
+        self.out.per_step_attrs = self.advanced_attrs | (self.facts.class_advanced(self.class_name)
+                                                         if self.class_name else set())
         return self.out
 
     def bind_params(self, params: cst.Parameters, is_method: bool) -> None:
@@ -329,8 +442,11 @@ class Inference:
                 self.env[name] = V_SELF if name == "self" else V_UNKNOWN
                 continue
             self.env[name] = self._param_value(param)
+            self.param_names.append(name)
+            self.param_defaults[name] = _default_code(param)
         for param in params.kwonly_params:
             self.env[param.name.value] = self._param_value(param)
+            self.param_defaults[param.name.value] = _default_code(param)
         for name, value in list(self.env.items()):
             if value.kind == UNKNOWN and name in self.evidence:
                 self.env[name] = V_DEVICE
@@ -411,6 +527,10 @@ class Inference:
             self.env, self.self_attrs = dict(known[0]), dict(known[1])
             return
         head_env, head_attrs = dict(self.env), dict(self.self_attrs)
+        advanced = self._advanced_by_loop.get(id(stmt))
+        if advanced is None:
+            advanced = self._advanced_by_loop[id(stmt)] = frozenset(_advanced_names(stmt.body))
+        self._advancing.append(frozenset(name for name in advanced if name in self.env))
         self.out.loop_depth += 1
         for _ in range(_LOOP_ITERATIONS):
             self.env, self.self_attrs = dict(head_env), dict(head_attrs)
@@ -425,6 +545,7 @@ class Inference:
                 break
             head_env, head_attrs = next_env, next_attrs
         self.out.loop_depth -= 1
+        self._advancing.pop()
         # The loop may run zero or more times: after it, the names hold the head's facts.
         self.env, self.self_attrs = head_env, head_attrs
         if isinstance(stmt, cst.While):
@@ -441,7 +562,8 @@ class Inference:
         elif isinstance(small, cst.AnnAssign):
             declared = annotation_value(small.annotation.annotation, self.imports)
             value = self.expr(small.value) if small.value is not None else declared
-            if value.kind == UNKNOWN:
+            # `cache: Optional[Tensor] = None` holds a tensor once set.
+            if value.kind == UNKNOWN or (value.kind == NONE and declared.kind != UNKNOWN):
                 value = declared
             self.bind_target(small.target, value, small.value)
         elif isinstance(small, cst.AugAssign):
@@ -449,10 +571,15 @@ class Inference:
             left = self.expr(small.target)
             if isinstance(small.target, cst.Name):
                 self.env[small.target.value] = _binop(left, right)
+            elif (isinstance(small.target, cst.Attribute) and isinstance(small.target.value, cst.Name)
+                  and small.target.value.value == "self" and left.kind not in (DEVICE, HOST_TENSOR)
+                  and right.kind in (HOST, NONE)):
+                self.advanced_attrs.add(small.target.attr.value)
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
         elif isinstance(small, cst.Return) and small.value is not None:
-            self.expr(small.value)
+            value = self.expr(small.value)
+            self.returns[id(small)] = self._symbolic(small.value, value)
         elif isinstance(small, cst.Assert):
             self.expr(small.test)
             if small.msg is not None:
@@ -691,7 +818,73 @@ class Inference:
         self.env = saved
         return V_UNKNOWN
 
+    def callee_key(self, func: cst.BaseExpression) -> str | None:
+        """How a call names a function that may be linted: `loc:name` (a function of this
+        file), `imp:pkg.mod.name` (imported), `self:Class.method`."""
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            return None if qualified.startswith(_LIBRARY_PREFIXES) or "." not in qualified else "imp:" + qualified
+        root = dotted(func)
+        relative = self.imports.relative.get(root.partition(".")[0]) if root else None
+        if relative is not None:
+            rest = root.partition(".")[2]
+            return "imp:" + (f"{relative}.{rest}" if rest else relative)
+        if isinstance(func, cst.Name):
+            return "loc:" + func.value if func.value in self.facts.functions and func.value not in self.env else None
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and self.class_name is not None):
+            return f"self:{self.class_name}.{func.attr.value}"
+        return None
+
+    def _symbolic(self, node: cst.BaseExpression, value: Value) -> tuple:
+        """A value for a summary: its kind, or what it forwards when not known here (a
+        parameter passed on, the result of another linted call)."""
+        code = encode(value)
+        if code is not None:
+            return ("kind", code)
+        if isinstance(node, cst.Name) and node.value in self.param_defaults:
+            return ("param", node.value)
+        if isinstance(node, cst.Tuple) and node.elements and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return ("tuple", tuple(self._symbolic(e.value, self.out.of(e.value)) for e in node.elements))
+        if isinstance(node, cst.Call):
+            key = self.callee_key(node.func)
+            if key is not None:
+                return ("call", key)
+        return ("unknown",)
+
     def _call(self, node: cst.Call) -> Value:
+        value = self._call_value(node)
+        key = self.callee_key(node.func)
+        if key is None:
+            return value
+        positional_args: list = []
+        keyword_args: dict = {}
+        for arg in node.args:
+            if arg.star == "*":
+                keyword_args["*"] = ("unknown",)  # positions after it are not known
+                break
+            if arg.star == "**":
+                keyword_args["**"] = ("unknown",)  # any parameter not named may come from it
+            elif arg.keyword is None:
+                positional_args.append(self._symbolic(arg.value, self.out.of(arg.value)))
+            else:
+                keyword_args[arg.keyword.value] = self._symbolic(arg.value, self.out.of(arg.value))
+        self.calls[id(node)] = (key, positional_args, keyword_args)
+        advancing = self._advancing[-1] if self._advancing else frozenset()
+        if advancing:
+            def stepped(arg: cst.Arg) -> bool:
+                return (isinstance(arg.value, cst.Name) and arg.value.value in advancing
+                        and self.out.of(arg.value).kind not in (DEVICE, HOST_TENSOR))
+            plain = [a for a in node.args if not a.star]
+            positions = [i for i, a in enumerate(plain) if a.keyword is None and stepped(a)]
+            names = [a.keyword.value for a in plain if a.keyword is not None and stepped(a)]
+            if positions or names:
+                self.step_args[id(node)] = (key, positions, names)
+        if value.kind == UNKNOWN and self.external is not None and key in self.external.returns:
+            return decode(self.external.returns[key])
+        return value
+
+    def _call_value(self, node: cst.Call) -> Value:
         args = [self.expr(a.value) for a in node.args]
         func = node.func
         qualified = self.imports.resolve(func)
@@ -905,6 +1098,7 @@ def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
         inference.block(stmt.body)
         for attr, value in inference.self_attrs.items():
             info.assign(attr, value)
+        info.advanced |= inference.advanced_attrs
         for call, name in _register_calls(stmt):
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             if method in ("register_buffer", "register_parameter"):
