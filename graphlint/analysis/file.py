@@ -180,7 +180,7 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
 
 
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
-                   external: dict | None = None) -> FileAnalysis:
+                   external: dict | None = None, call_graph: bool = True) -> FileAnalysis:
     """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception.
     `external`: facts from the rest of the linted code (graphlint.callgraph.summaries)."""
     result = FileAnalysis(path)
@@ -242,5 +242,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).
-    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+    if call_graph:
+        result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
     return result

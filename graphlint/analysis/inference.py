@@ -86,6 +86,10 @@ _NON_TENSOR_PREFIXES = (
     "torch.load", "torch.save",
     "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
 )
+_MAX_SOURCES = 32
+# Builtins whose arguments rules judge (conversions, bounds, formatting, truth of elements).
+_SINK_BUILTINS = frozenset({"range", "int", "float", "bool", "complex", "min", "max", "any", "all", "sorted",
+                            "print", "str", "repr", "format"})
 # numpy constructors of arrays (not scalars): host memory.
 _NUMPY_ARRAYS = ("numpy.array", "numpy.asarray", "numpy.arange", "numpy.zeros", "numpy.ones", "numpy.full",
                  "numpy.empty", "numpy.concatenate", "numpy.stack", "numpy.repeat", "numpy.cumsum",
@@ -405,6 +409,12 @@ class Inference:
         self._advancing: list[frozenset[str]] = []
         self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
         self._advanced_by_loop: dict[int, frozenset[str]] = {}
+        # What other functions could tell: calls and `self` attributes this function leaves unknown.
+        self.unknown_calls: set[str] = set()
+        self.unknown_attrs: set[str] = set()
+        self.unknown_sinks = 0
+        self.wanted: set[str] = set()  # the sources of the unknown values at those places
+        self.deps: dict[str, set[str]] = {}
         self.env: dict[str, Value] = dict(env or {})
         self.out = FunctionFacts()
         # Assigned attributes of self during this function (they override class facts).
@@ -478,7 +488,7 @@ class Inference:
             for small in stmt.body:
                 self.small(small)
         elif isinstance(stmt, cst.If):
-            self.expr(stmt.test)
+            self._sink_expr(stmt.test)
             before = dict(self.env)
             self.block(stmt.body)
             after_body = self.env
@@ -537,7 +547,7 @@ class Inference:
             if isinstance(stmt, cst.For):
                 self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
             else:
-                self.expr(stmt.test)
+                self._sink_expr(stmt.test)
             self.block(stmt.body)
             next_env = _join_loop_envs(head_env, self.env)
             next_attrs = _join_loop_envs(head_attrs, self.self_attrs)
@@ -549,7 +559,7 @@ class Inference:
         # The loop may run zero or more times: after it, the names hold the head's facts.
         self.env, self.self_attrs = head_env, head_attrs
         if isinstance(stmt, cst.While):
-            self.expr(stmt.test)
+            self._sink_expr(stmt.test)
         if stmt.orelse is not None:
             self.block(stmt.orelse.body)
         self._loop_exits[key] = (dict(self.env), dict(self.self_attrs))
@@ -581,7 +591,7 @@ class Inference:
             value = self.expr(small.value)
             self.returns[id(small)] = self._symbolic(small.value, value)
         elif isinstance(small, cst.Assert):
-            self.expr(small.test)
+            self._sink_expr(small.test)
             if small.msg is not None:
                 self.expr(small.msg)
         elif isinstance(small, cst.Raise) and small.exc is not None:
@@ -594,6 +604,8 @@ class Inference:
             if value.kind == UNKNOWN and target.value in self.evidence:
                 value = V_DEVICE  # used as a tensor below (x.view(...), x.size()): a step tensor
             self.env[target.value] = value
+            if value.kind == UNKNOWN and source is not None:
+                self.deps[target.value] = self.deps.get(target.value, set()) | self._sources(source)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
             if isinstance(source, (cst.Tuple, cst.List)) and len(source.elements) == len(elements):
@@ -651,7 +663,12 @@ class Inference:
             return self._name(node)
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
             return V_HOST
-        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+        if isinstance(node, cst.FormattedString):
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self._sink_expr(part.expression)
+            return V_HOST
+        if isinstance(node, cst.ConcatenatedString):
             self._children(node)
             return V_HOST
         if isinstance(node, cst.Attribute):
@@ -677,7 +694,7 @@ class Inference:
         if isinstance(node, cst.Comparison):
             return self._comparison(node)
         if isinstance(node, cst.IfExp):
-            self.expr(node.test)
+            self._sink_expr(node.test)
             return join(self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             values = [self.expr(e.value) for e in node.elements]
@@ -748,7 +765,10 @@ class Inference:
         if base.kind == SELF:
             if attr in self.self_attrs:
                 return self.self_attrs[attr]
-            return self.class_attrs.get(attr, V_UNKNOWN)
+            known = self.class_attrs.get(attr, V_UNKNOWN)
+            if known.kind in (UNKNOWN, NONE):
+                self.unknown_attrs.add(attr)
+            return known
         if base.kind == MODULE:
             # Parameters and buffers of a submodule live on the device.
             return V_DEVICE if attr in ("weight", "bias") else V_UNKNOWN
@@ -768,7 +788,7 @@ class Inference:
             elif isinstance(inner, cst.Slice):
                 for part in (inner.lower, inner.upper, inner.step):
                     if part is not None:
-                        self.expr(part)
+                        self._sink_expr(part)
         if base.kind in (DEVICE, HOST_TENSOR):
             return Value(base.kind)
         if base.kind == MODULE_LIST:
@@ -808,7 +828,7 @@ class Inference:
             iter_value = self.expr(comp.iter)
             self.bind_target(comp.target, self._element_of(comp.iter, iter_value))
             for condition in comp.ifs:
-                self.expr(condition.test)
+                self._sink_expr(condition.test)
             comp = comp.inner_for_in
         if isinstance(node, cst.DictComp):
             self.expr(node.key)
@@ -817,6 +837,42 @@ class Inference:
             self.expr(node.elt)
         self.env = saved
         return V_UNKNOWN
+
+    def _sink_expr(self, node: cst.BaseExpression) -> Value:
+        value = self.expr(node)
+        self._sink(node, value)
+        return value
+
+    def _sink(self, node: cst.BaseExpression, value: Value) -> None:
+        """A place where a device value would be a finding (a test, a bound, a conversion):
+        with an unknown value there, facts about what it comes from could add one."""
+        if value.kind == UNKNOWN:
+            self.unknown_sinks += 1
+            self.wanted |= self._sources(node)
+
+    def _sources(self, node: cst.BaseExpression) -> set[str]:
+        """What an unknown value is computed from, as far as other functions could tell:
+        parameters (`p:`), calls of possibly linted functions (`c:`), `self` attributes (`a:`),
+        through the local assignments before it."""
+        found: set[str] = set()
+        nodes = [node, *iter_code(node)]
+        for sub in nodes:
+            kind = type(sub)
+            if kind is cst.Name:
+                name = sub.value
+                if name in self.deps:
+                    found |= self.deps[name]
+                elif name in self.param_defaults:
+                    found.add("p:" + name)
+            elif kind is cst.Call:
+                key = self.callee_key(sub.func)
+                if key is not None:
+                    found.add("c:" + key)
+            elif kind is cst.Attribute and isinstance(sub.value, cst.Name) and sub.value.value == "self":
+                found.add("a:" + sub.attr.value)
+            if len(found) > _MAX_SOURCES:
+                break
+        return found
 
     def callee_key(self, func: cst.BaseExpression) -> str | None:
         """How a call names a function that may be linted: `loc:name` (a function of this
@@ -880,8 +936,10 @@ class Inference:
             names = [a.keyword.value for a in plain if a.keyword is not None and stepped(a)]
             if positions or names:
                 self.step_args[id(node)] = (key, positions, names)
-        if value.kind == UNKNOWN and self.external is not None and key in self.external.returns:
-            return decode(self.external.returns[key])
+        if value.kind == UNKNOWN:
+            self.unknown_calls.add(key)
+            if self.external is not None and key in self.external.returns:
+                return decode(self.external.returns[key])
         return value
 
     def _call_value(self, node: cst.Call) -> Value:
@@ -950,6 +1008,9 @@ class Inference:
         return V_DEVICE
 
     def _builtin_or_local_call(self, node: cst.Call, name: str, args: list[Value]) -> Value:
+        if name in _SINK_BUILTINS:
+            for arg, value in zip(node.args, args):
+                self._sink(arg.value, value)
         if name in self.env:
             callee = self.env[name]
             if callee.kind in (MODULE, MODULE_LIST):

@@ -26,6 +26,13 @@ def function_summary(qualname: str, class_name: str | None, inference: Inference
         # Calls inside a loop that pass a local the loop advances (`pos += 1`): the callee's
         # parameter changes from one call to the next.
         "steps": sorted([key, positions, names] for key, positions, names in inference.step_args.values()),
+        # Only these callees' returns and these attributes could change what the file says.
+        "unknown_calls": sorted(inference.unknown_calls),
+        "unknown_attrs": sorted(inference.unknown_attrs),
+        # Places where a device value would be reported hold unknown values: only then can
+        # facts from elsewhere change this function's findings.
+        "sinks": inference.unknown_sinks,
+        "wanted": sorted(inference.wanted),
     }
 
 

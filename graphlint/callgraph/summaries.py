@@ -41,6 +41,7 @@ class _Index:
         self.classes: dict[tuple[str, str], tuple[int, dict]] = {}
         self.by_module: dict[str, int] = {}
         self.unparsed_calls: set[str] = set()
+        self._resolved: dict[tuple[str, str], Any] = {}
         for index, file in enumerate(files):
             self.unparsed_calls.update((file.get("extra") or {}).get("called_names", ()))
             summary = (file.get("extra") or {}).get("summary") or {"functions": [], "classes": {}}
@@ -72,6 +73,12 @@ class _Index:
         return None
 
     def function(self, key: str, module: str) -> tuple[int, dict] | None:
+        memo = self._resolved.get((key, module), _UNKNOWN)
+        if memo is _UNKNOWN:
+            memo = self._resolved[(key, module)] = self._function(key, module)
+        return memo
+
+    def _function(self, key: str, module: str) -> tuple[int, dict] | None:
         kind, _, name = key.partition(":")
         if kind == "loc":
             return self.functions.get((module, name))
@@ -210,23 +217,40 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
     out: list[dict[str, Any]] = []
     for file_index, (module, summary) in enumerate(zip(index.modules, index.summaries)):
         facts: dict[str, Any] = {}
-        file_params = {f["q"]: params[(module, f["q"])] for f in summary["functions"] if (module, f["q"]) in params}
+        # Facts go only to functions where they can change a finding (see "sinks").
+        judged = [f for f in summary["functions"] if f.get("sinks")]
+        file_params = {}
+        for function in judged:
+            wanted = set(function.get("wanted", ()))
+            given = {p: c for p, c in params.get((module, function["q"]), {}).items()
+                     if "p:" + p in wanted and _adds_findings(c)}
+            if given:
+                file_params[function["q"]] = given
         if file_params:
             facts["params"] = file_params
         file_steps = {f["q"]: sorted(steps[(module, f["q"])]) for f in summary["functions"] if (module, f["q"]) in steps}
         if file_steps:
             facts["steps"] = file_steps
         file_returns = {}
-        for function in summary["functions"]:
-            for key, _args, _kwargs in function["calls"]:
+        for function in judged:
+            wanted = set(function.get("wanted", ()))
+            for key in function.get("unknown_calls", ()):
+                if "c:" + key not in wanted:
+                    continue
                 callee = index.function(key, module)
                 if callee is not None:
                     code = returns.get((index.modules[callee[0]], callee[1]["q"]))
-                    if code is not None:
+                    if code is not None and _adds_findings(code):
                         file_returns[key] = code
         if file_returns:
             facts["returns"] = dict(sorted(file_returns.items()))
         file_attrs = {}
+        unknown_attrs: dict[str, set[str]] = {}
+        for function in judged:
+            if function["cls"] is not None:
+                wanted = set(function.get("wanted", ()))
+                unknown_attrs.setdefault(function["cls"], set()).update(
+                    a for a in function.get("unknown_attrs", ()) if "a:" + a in wanted)
         for class_name, info in summary["classes"].items():
             inherited: dict[str, str] = {}
             for key in reversed(index.lineage(module, class_name)[1:]):
@@ -235,13 +259,21 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
             for attr, code in subclass_attrs.get((module, class_name), {}).items():
                 if attr not in info["attrs"]:
                     inherited.setdefault(attr, code)
-            inherited = {a: c for a, c in inherited.items() if info["attrs"].get(a) != c}
+            read = unknown_attrs.get(class_name, set())
+            inherited = {a: c for a, c in inherited.items()
+                         if info["attrs"].get(a) != c and a in read and _adds_findings(c)}
             if inherited:
                 file_attrs[class_name] = dict(sorted(inherited.items()))
         if file_attrs:
             facts["attrs"] = file_attrs
         out.append(facts)
     return out
+
+
+def _adds_findings(code: str) -> bool:
+    """Rules report device values at the places a summary lists; a host fact there changes
+    nothing, so only facts that are (or make) device values are worth a second analysis."""
+    return code.startswith("device") or code == "module" or (code.startswith("tuple:") and "device" in code)
 
 
 def _subclass_attrs(index: _Index) -> dict[tuple[str, str], dict[str, str]]:
