@@ -624,6 +624,11 @@ class FrozenScalar(Rule):
         "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
         "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    for _ in range(n):\n"
         "        decode_one(cache, kv, 0)\n",
+        # lmdeploy messages.py: a host (numpy) history buffer indexed by the count it advances.
+        "import numpy as np\nclass History:\n    def __init__(self):\n        self._data = np.zeros(8)\n"
+        "        self._num_real = 0\n    def append(self, new_data):\n        n = len(new_data)\n"
+        "        self._data = np.pad(self._data, (0, n))\n        self._data[self._num_real:self._num_real + n] = new_data\n"
+        "        self._num_real += n\n    def get_real(self):\n        return self._data[:self._num_real]\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
@@ -647,20 +652,28 @@ class FrozenScalar(Rule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         self._per_step, self._active = _per_step_names(node, ctx)
+        self._per_step_by_name = (_per_step_names(node, ctx, by_name=True)[0]
+                                  if getattr(ctx.facts, "per_step_params", None) or getattr(ctx.facts, "per_step_attrs", None)
+                                  else self._per_step)
 
-    def _tainted(self, node: cst.CSTNode | None, ctx: Context) -> bool:
+    def _tainted(self, node: cst.CSTNode | None, ctx: Context, dataflow: bool = True) -> bool:
         if node is None or ctx.value(node).kind in (DEVICE, HOST_TENSOR, MODULE) or ctx.value(node).is_bool:
             return False
+        if not dataflow:
+            return _mentions(node, self._per_step_by_name, ctx, by_name=True)
         return _mentions(node, self._per_step, ctx)
 
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         if not self._active or not maybe_device(ctx, node.value) or ctx.value(node.value).kind == HOST:
             return
+        # Values per-step by dataflow (not by name) count only into known device tensors: host
+        # buffers (numpy arrays, lists) are indexed by advancing counters all the time.
+        dataflow = ctx.value(node.value).kind == DEVICE
         for element in node.slice:
             inner = element.slice
             parts = [inner.value] if isinstance(inner, cst.Index) else [inner.lower, inner.upper, inner.step]
             for part in parts:
-                if self._tainted(part, ctx):
+                if self._tainted(part, ctx, dataflow):
                     ctx.report(self, part)
                     return
 
@@ -668,6 +681,7 @@ class FrozenScalar(Rule):
         if not self._active:
             return
         qualified = ctx.qualified(node.func)
+        dataflow = True
         if qualified is not None:
             if not qualified.startswith("torch.") or qualified.startswith(("torch.cuda.", "torch.distributed.")):
                 return
@@ -679,15 +693,17 @@ class FrozenScalar(Rule):
             kind = ctx.value(node.func.value).kind
             if not (kind == DEVICE or (kind == "unknown" and node.func.attr.value in _SCALAR_ARG_METHODS)):
                 return
+            dataflow = kind == DEVICE
         for arg in node.args:
-            if self._tainted(arg.value, ctx):
+            if self._tainted(arg.value, ctx, dataflow):
                 ctx.report(self, arg.value)
                 return
 
 
-def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], bool]:
+def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = False) -> tuple[set[str], bool]:
     """The function's per-step local names, and whether anything per-step (a name or a
-    `self.<per-step attribute>`) appears in it at all."""
+    `self.<per-step attribute>`) appears in it at all; `by_name`: from names alone, without
+    the dataflow facts."""
     names: set[str] = set()
     params = function.params
     for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
@@ -697,14 +713,14 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
             continue
         if name in PER_STEP_NAMES or (name in _ANNOTATED_ONLY and kind == HOST):
             names.add(name)
-        elif name in getattr(ctx.facts, "per_step_params", ()):
+        elif not by_name and name in getattr(ctx.facts, "per_step_params", ()):
             names.add(name)  # a caller's loop advances it between calls
     assignments = []
     self_attrs = False
     for node in _walk(function.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and _per_step_attr(node.attr.value, ctx) \
+        elif isinstance(node, cst.Attribute) and _per_step_attr(node.attr.value, ctx, by_name) \
                 and isinstance(node.value, cst.Name) and node.value.value == "self":
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
@@ -714,7 +730,7 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
             value = assign.value
             if value is None or ctx.value(value).kind in (DEVICE, HOST_TENSOR, MODULE):
                 continue
-            if not _mentions(value, names, ctx):
+            if not _mentions(value, names, ctx, by_name):
                 continue
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
             for target in targets:
@@ -734,12 +750,12 @@ _SCALAR_ARG_METHODS = frozenset({
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 
-def _per_step_attr(attr: str, ctx: Context) -> bool:
+def _per_step_attr(attr: str, ctx: Context, by_name: bool = False) -> bool:
     """A `self` attribute named like a position, or one the class advances itself."""
-    return attr in PER_STEP_NAMES or attr in getattr(ctx.facts, "per_step_attrs", ())
+    return attr in PER_STEP_NAMES or (not by_name and attr in getattr(ctx.facts, "per_step_attrs", ()))
 
 
-def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
+def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = False) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
     if isinstance(node, cst.Name):
@@ -748,16 +764,16 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
         if node.attr.value in _META:
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return _per_step_attr(node.attr.value, ctx) and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
-        return _mentions(node.value, names, ctx)
+            return _per_step_attr(node.attr.value, ctx, by_name) and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
+        return _mentions(node.value, names, ctx, by_name)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""
         if func in _ARITHMETIC or func.startswith("math."):
-            return any(_mentions(a.value, names, ctx) for a in node.args)
+            return any(_mentions(a.value, names, ctx, by_name) for a in node.args)
         return False
     if isinstance(node, (cst.Subscript, cst.Lambda, cst.BaseComp)):
         return False  # an element of something is not the per-step scalar itself
-    return any(_mentions(child, names, ctx) for child in code_children(node))
+    return any(_mentions(child, names, ctx, by_name) for child in code_children(node))
 
 
 class HostRandomOrClock(Rule):

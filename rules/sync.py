@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.inference import annotation_value
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import is_device, maybe_device, method_name, positional, receiver
 
@@ -294,6 +295,18 @@ class HostBooleanOp(Rule):
             ctx.report(self, node)
 
 
+def _param_by_evidence(node: cst.BaseExpression, ctx: Context) -> bool:
+    """An unannotated parameter that is a tensor only because the function calls tensor
+    methods on it somewhere: these builtins take containers as often, so it is not enough."""
+    if not isinstance(node, cst.Name) or not ctx.parents or not isinstance(ctx.parents[0], cst.FunctionDef):
+        return False
+    params = ctx.parents[0].params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.name.value == node.value:
+            return param.annotation is None or annotation_value(param.annotation.annotation, ctx.imports).kind == "unknown"
+    return False
+
+
 # Builtins that take the truth value of elements or compare them: over a device tensor each
 # element is a 0-dim device tensor, and every `bool()` / `<` on one is a host read.
 _TRUTH_BUILTINS = frozenset({"all", "any", "max", "min", "sorted"})
@@ -333,6 +346,13 @@ class ImplicitHostRead(Rule):
         "def f(flags: list, procs):\n    if any(procs):\n        return all(flags)\n",
         "def f(x: torch.Tensor, ids: list):\n    v = x.argmax().item()\n    return v in ids\n",
         "def f(x: torch.Tensor, names: dict):\n    return 'k' in names and x.dim() in (2, 3)\n",
+        # lmdeploy nn/linear/awq.py: a tag stored on a parameter is not a tensor.
+        "def weight_loader(param: torch.nn.Parameter, loaded_weight: torch.Tensor):\n"
+        "    if param._weight_type in ['scales', 'bias']:\n        param.copy_(loaded_weight)\n",
+        # lmdeploy multimodal/data_type.py: one parameter, a tensor in one branch, a dict in another.
+        "def hash_value(hasher, value: Any):\n    if isinstance(value, torch.Tensor):\n"
+        "        hasher.update(value.view(torch.uint8).numpy().tobytes())\n    elif isinstance(value, dict):\n"
+        "        for key in sorted(value, key=repr):\n            hash_value(hasher, key)\n",
         # gpt-fast generate.py: temperature is a float, the top-k bound a host size.
         "def logits_to_probs(logits, temperature: float = 1.0, top_k: int = 8):\n"
         "    logits = logits / max(temperature, 1e-5)\n"
@@ -356,7 +376,7 @@ class ImplicitHostRead(Rule):
         if not (isinstance(func, cst.Name) and func.value in _TRUTH_BUILTINS) or ctx.qualified(func):
             return
         args = positional(node)
-        if any(is_device(ctx, arg) for arg in args):
+        if any(is_device(ctx, arg) and not _param_by_evidence(arg, ctx) for arg in args):
             ctx.report(self, node, message=f"`{func.value}()` over a device value reads each element on the host: a sync")
 
     def _tensor_of_device_scalars(self, node: cst.Call, ctx: Context) -> None:

@@ -87,6 +87,7 @@ _NON_TENSOR_PREFIXES = (
     "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
 )
 _MAX_SOURCES = 32
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
 # Builtins whose arguments rules judge (conversions, bounds, formatting, truth of elements).
 _SINK_BUILTINS = frozenset({"range", "int", "float", "bool", "complex", "min", "max", "any", "all", "sorted",
                             "print", "str", "repr", "format"})
@@ -773,7 +774,9 @@ class Inference:
             # Parameters and buffers of a submodule live on the device.
             return V_DEVICE if attr in ("weight", "bias") else V_UNKNOWN
         if base.kind in (DEVICE, HOST_TENSOR):
-            return Value(base.kind)
+            # .T, .real, .grad, .data are tensors; a custom attribute set on a parameter
+            # (`param._weight_type`) is whatever was stored there.
+            return Value(base.kind) if attr in _TENSOR_ATTRS or not attr.startswith("_") else V_UNKNOWN
         if base.kind == HOST:
             return V_HOST
         return V_UNKNOWN
