@@ -96,6 +96,7 @@ class HostToDeviceCopy(Rule):
         "    return torch.tensor(temperatures, dtype=torch.float32, pin_memory=True).cuda(non_blocking=True)\n",
         "def f(x: torch.Tensor, idx: torch.Tensor, i: int):\n    return x[idx] + x[i] + x[:, 0:2]\n",
         "def f(x: torch.Tensor, rows: list):\n    return [rows[i] for i in range(len(rows))]\n",
+        "import numpy as np\ndef f(n: int):\n    rows = np.arange(n)\n    host = np.zeros((n, 2))\n    host[rows, 0] = 0.0\n    return host\n",
     ]
     INVALID = [
         "def f(x: torch.Tensor, start_pos: int):\n    return torch.tensor([start_pos], device=x.device)\n",

@@ -37,6 +37,13 @@ def kinds(code: str, function: str = "f", class_name: str | None = None) -> dict
     ("def f(a: int):\n    h = torch.cat([torch.arange(a), torch.arange(a)])\n", "h", HOST_TENSOR),
     ("def f(x: torch.Tensor):\n    b, s, d = x.size()\n", "s", HOST),
     ("def f(x: torch.Tensor):\n    xs = []\n", "xs", UNKNOWN),
+    # A declaration wins over its None placeholder: the name holds a tensor once set.
+    ("from typing import Optional\ndef f():\n    c: Optional[torch.Tensor] = None\n", "c", DEVICE),
+    ("from typing import Optional\ndef f():\n    n: Optional[int] = None\n", "n", HOST),
+    # numpy arrays are host memory; a tag stored on a parameter is not a tensor.
+    ("import numpy as np\ndef f(n: int):\n    rows = np.arange(n)\n", "rows", HOST_TENSOR),
+    ("def f(p: torch.nn.Parameter):\n    t = p._weight_type\n    w = p.data\n", "t", UNKNOWN),
+    ("def f(p: torch.nn.Parameter):\n    t = p._weight_type\n    w = p.data\n", "w", DEVICE),
 ])
 def test_kinds(code, name, kind):
     assert kinds(code)[name] == kind
