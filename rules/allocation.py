@@ -188,10 +188,18 @@ class GrowingCache(Rule):
     message = "cache grown with cat/stack: its shape changes every step, so no captured graph fits"
     fix = "preallocate the cache at maximum length and write in place at a device-side slot (index_copy_ / scatter_) with a validity mask"
     VALID = [
+        # lmdeploy step_inputs.py merge: two batches joined once into a new local.
+        "def merge(a, b):\n    num_ignore_eos = torch.cat([a.num_ignore_eos, b.num_ignore_eos], 0)\n    return num_ignore_eos\n",
+        "def f(delta, other_ids: torch.Tensor, new: torch.Tensor):\n    delta.ids = torch.cat([other_ids, new], 1)\n",
         "def f(q: torch.Tensor, k: torch.Tensor):\n    return torch.cat([q, k], dim=-1)\n",
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor, pos: torch.Tensor):\n        self.k_cache.index_copy_(1, pos, k)\n",
     ]
     INVALID = [
+        # lmdeploy strategies/ar/step_inputs.py: the token history of a state object, grown
+        # by one column every decode step through a local alias.
+        "def step_sampling_delta(sampling_delta, next_token_ids: torch.Tensor):\n"
+        "    all_ids = sampling_delta.all_ids\n    if all_ids is not None:\n"
+        "        sampling_delta.all_ids = torch.cat([all_ids, next_token_ids[:, None]], 1)\n    return sampling_delta\n",
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor):\n        self.k_cache = torch.cat([self.k_cache, k], dim=1)\n",
         "class Layer:\n    def update(self, key_states: torch.Tensor):\n        full = torch.cat([self.keys, key_states], dim=-2)\n        self.keys = full[:, :, -127:, :]\n        return full\n",
         "class C:\n    def update(self, name: str, compressed: torch.Tensor):\n        self.compressed_kv[name] = torch.cat([self.compressed_kv[name], compressed], dim=1)\n",
@@ -207,6 +215,13 @@ class GrowingCache(Rule):
         for target in _assign_targets(node.body):
             if _is_self_state(target):
                 self._state.add(_code(target))
+        # Locals that alias an attribute of some object (`all_ids = inputs.all_ids`): a cat of
+        # the alias written back to that attribute grows it just the same.
+        self._aliases: dict[str, str] = {}
+        for assign in iter_code(node.body, skip=(cst.FunctionDef,)):
+            if (type(assign) is cst.Assign and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+                    and isinstance(assign.value, cst.Attribute) and isinstance(assign.value.value, cst.Name)):
+                self._aliases[assign.targets[0].target.value] = _code(assign.value)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         if ctx.qualified(node.func) not in self._CONCAT:
@@ -219,6 +234,15 @@ class GrowingCache(Rule):
             ctx.report(self, node)
             return
         statement = ctx.statement
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and small.value is node:
+                    written = {_code(t.target) for t in small.targets if isinstance(t.target, cst.Attribute)}
+                    grown = {_code(e) if isinstance(e, cst.Attribute) else getattr(self, "_aliases", {}).get(e.value)
+                             for e in elements if isinstance(e, (cst.Attribute, cst.Name))}
+                    if written & grown:
+                        ctx.report(self, node)  # obj.ids = cat([obj.ids, new]), through an alias or not
+                        return
         if ctx.loop_depth > 0 and isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and small.value is node:
