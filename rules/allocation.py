@@ -63,7 +63,9 @@ class PerStepAllocation(Rule):
 
 class HostToDeviceCopy(Rule):
     """Flags host data copied to the device inside the step: `torch.tensor(values,
-    device=...)`, and `.to(device)` / `.cuda()` of host tensors built in the step.
+    device=...)`, `.to(device)` / `.cuda()` of host tensors built in the step, and the
+    implicit copies of a host index: a device tensor indexed (read, written or
+    `index_put_`) with a Python list, a numpy array or a CPU tensor.
 
     ## Why it breaks a CUDA graph
     The copy reads pageable host memory (a hidden sync), and under capture its source is
@@ -71,10 +73,13 @@ class HostToDeviceCopy(Rule):
 
     ## Example
         positions = torch.tensor([start_pos], device=x.device)
+        rows = hidden[[0, 2, 5]]          # the list is copied to the device first
 
     ## Use instead
     Keep the value in a static device buffer updated before replay, from a pinned host
-    buffer: `pinned[0] = start_pos; pos_buf.copy_(pinned, non_blocking=True)`.
+    buffer: `pinned[0] = start_pos; pos_buf.copy_(pinned, non_blocking=True)`; keep index
+    tensors on the device (a buffer made once in `__init__`). A pinned tensor copied with
+    `non_blocking=True` is that pattern and is not reported.
     """
 
     code = "GL402"
@@ -86,9 +91,21 @@ class HostToDeviceCopy(Rule):
         "def f(pos_buf: torch.Tensor, pinned: torch.Tensor):\n    pos_buf.copy_(pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor, dev):\n    return x.to(dev)\n",
         "def f(x: torch.Tensor):\n    return torch.tensor(3.0)\n",
+        # nano-vllm model_runner.py: a pinned upload, asynchronous, before replay.
+        "def prepare_sample(temperatures: list):\n"
+        "    return torch.tensor(temperatures, dtype=torch.float32, pin_memory=True).cuda(non_blocking=True)\n",
+        "def f(x: torch.Tensor, idx: torch.Tensor, i: int):\n    return x[idx] + x[i] + x[:, 0:2]\n",
+        "def f(x: torch.Tensor, rows: list):\n    return [rows[i] for i in range(len(rows))]\n",
+        "import numpy as np\ndef f(n: int):\n    rows = np.arange(n)\n    host = np.zeros((n, 2))\n    host[rows, 0] = 0.0\n    return host\n",
     ]
     INVALID = [
         "def f(x: torch.Tensor, start_pos: int):\n    return torch.tensor([start_pos], device=x.device)\n",
+        "def f(hidden: torch.Tensor):\n    return hidden[[0, 2, 5]]\n",
+        "import numpy as np\ndef f(scores: torch.Tensor, n: int):\n    rows = np.arange(n)\n    scores[rows, 0] = 0.0\n",
+        "def f(x: torch.Tensor, v: torch.Tensor, n: int):\n    idx = torch.arange(n)\n    x.index_put_((idx,), v)\n",
+        # A per-step position vector built from CPU aranges and moved every step.
+        "def f(x: torch.Tensor, a: int, b: int):\n"
+        "    pos = torch.cat([torch.arange(a), torch.arange(b)]).to(x.device)\n    return x[pos]\n",
         "def f(x: torch.Tensor, n: int):\n    t = torch.arange(n).to(x.device)\n    return t\n",
         "def f(ids: list):\n    return torch.tensor(ids).cuda()\n",
     ]
@@ -97,12 +114,57 @@ class HostToDeviceCopy(Rule):
         qualified = ctx.qualified(node.func)
         if qualified in _FROM_HOST:
             data = positional(node)[:1]
-            if ctx.value(node).kind == "device" and not (data and is_device(ctx, data[0])):
+            if (ctx.value(node).kind == "device" and not (data and is_device(ctx, data[0]))
+                    and not (data and _has_device_element(ctx, data[0]))):  # GL108 reports those
                 ctx.report(self, node)
             return
         method = method_name(node) if qualified is None else None
         if method in ("to", "cuda") and ctx.value(receiver(node)).kind == "host_tensor" and ctx.value(node).kind == "device":
-            ctx.report(self, node)
+            if not (_is_pinned(receiver(node), ctx) and _is_true(keyword(node, "non_blocking"))):
+                ctx.report(self, node)
+        elif method in ("index_put_", "index_put") and is_device(ctx, receiver(node)):
+            indices = positional(node)[:1]
+            if indices and any(_is_host_index(ctx, part) for part in _elements(indices[0])):
+                ctx.report(self, indices[0], message="a host index (list, numpy array, CPU tensor) is copied to the device every step")
+
+    def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
+        if not is_device(ctx, node.value):
+            return
+        for element in node.slice:
+            inner = element.slice
+            if isinstance(inner, cst.Index) and _is_host_index(ctx, inner.value):
+                ctx.report(self, inner.value, message="a host index (list, numpy array, CPU tensor) into a device tensor is copied to the device every step")
+                return
+
+
+def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Call) and any(is_device(ctx, arg.value) for arg in node.args)
+
+
+def _elements(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    return [e.value for e in node.elements] if isinstance(node, (cst.Tuple, cst.List)) else [node]
+
+
+def _is_host_index(ctx: Context, node: cst.BaseExpression) -> bool:
+    """A list literal of indices or a host array used as an index: copied to the device."""
+    if isinstance(node, cst.List):
+        return bool(node.elements) and all(ctx.value(e.value).kind == "host" for e in node.elements)
+    return ctx.value(node).kind == "host_tensor"
+
+
+def _has_device_element(ctx: Context, node: cst.BaseExpression) -> bool:
+    return isinstance(node, (cst.List, cst.Tuple)) and any(is_device(ctx, e.value) for e in node.elements)
+
+
+def _is_true(node: cst.BaseExpression | None) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _is_pinned(node: cst.BaseExpression | None, ctx: Context) -> bool:
+    """`torch.tensor(..., pin_memory=True)` or `.pin_memory()`: page-locked host memory."""
+    if not isinstance(node, cst.Call):
+        return False
+    return _is_true(keyword(node, "pin_memory")) or method_name(node) == "pin_memory"
 
 
 class GrowingCache(Rule):
@@ -126,10 +188,18 @@ class GrowingCache(Rule):
     message = "cache grown with cat/stack: its shape changes every step, so no captured graph fits"
     fix = "preallocate the cache at maximum length and write in place at a device-side slot (index_copy_ / scatter_) with a validity mask"
     VALID = [
+        # lmdeploy step_inputs.py merge: two batches joined once into a new local.
+        "def merge(a, b):\n    num_ignore_eos = torch.cat([a.num_ignore_eos, b.num_ignore_eos], 0)\n    return num_ignore_eos\n",
+        "def f(delta, other_ids: torch.Tensor, new: torch.Tensor):\n    delta.ids = torch.cat([other_ids, new], 1)\n",
         "def f(q: torch.Tensor, k: torch.Tensor):\n    return torch.cat([q, k], dim=-1)\n",
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor, pos: torch.Tensor):\n        self.k_cache.index_copy_(1, pos, k)\n",
     ]
     INVALID = [
+        # lmdeploy strategies/ar/step_inputs.py: the token history of a state object, grown
+        # by one column every decode step through a local alias.
+        "def step_sampling_delta(sampling_delta, next_token_ids: torch.Tensor):\n"
+        "    all_ids = sampling_delta.all_ids\n    if all_ids is not None:\n"
+        "        sampling_delta.all_ids = torch.cat([all_ids, next_token_ids[:, None]], 1)\n    return sampling_delta\n",
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor):\n        self.k_cache = torch.cat([self.k_cache, k], dim=1)\n",
         "class Layer:\n    def update(self, key_states: torch.Tensor):\n        full = torch.cat([self.keys, key_states], dim=-2)\n        self.keys = full[:, :, -127:, :]\n        return full\n",
         "class C:\n    def update(self, name: str, compressed: torch.Tensor):\n        self.compressed_kv[name] = torch.cat([self.compressed_kv[name], compressed], dim=1)\n",
@@ -145,6 +215,13 @@ class GrowingCache(Rule):
         for target in _assign_targets(node.body):
             if _is_self_state(target):
                 self._state.add(_code(target))
+        # Locals that alias an attribute of some object (`all_ids = inputs.all_ids`): a cat of
+        # the alias written back to that attribute grows it just the same.
+        self._aliases: dict[str, str] = {}
+        for assign in iter_code(node.body, skip=(cst.FunctionDef,)):
+            if (type(assign) is cst.Assign and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
+                    and isinstance(assign.value, cst.Attribute) and isinstance(assign.value.value, cst.Name)):
+                self._aliases[assign.targets[0].target.value] = _code(assign.value)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         if ctx.qualified(node.func) not in self._CONCAT:
@@ -157,6 +234,15 @@ class GrowingCache(Rule):
             ctx.report(self, node)
             return
         statement = ctx.statement
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.Assign) and small.value is node:
+                    written = {_code(t.target) for t in small.targets if isinstance(t.target, cst.Attribute)}
+                    grown = {_code(e) if isinstance(e, cst.Attribute) else getattr(self, "_aliases", {}).get(e.value)
+                             for e in elements if isinstance(e, (cst.Attribute, cst.Name))}
+                    if written & grown:
+                        ctx.report(self, node)  # obj.ids = cat([obj.ids, new]), through an alias or not
+                        return
         if ctx.loop_depth > 0 and isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and small.value is node:
@@ -215,6 +301,10 @@ class ScalarWriteToDevice(Rule):
         "class D(nn.Module):\n    def __init__(self, dev):\n        super().__init__()\n        self.tok_pinned = torch.zeros(1, dtype=torch.long, pin_memory=True)\n        self.tok = torch.zeros(1, dtype=torch.long, device=dev)\n    def set_token(self, tid: int):\n        self.tok_pinned[0] = tid\n        self.tok.copy_(self.tok_pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor):\n    m = x < 0\n    x[m] = 0.0\n",
         "def f(x: torch.Tensor, y: torch.Tensor):\n    x[0] = y\n",
+        # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
+        "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
+        "    for seq_id, processor in enumerate(processors):\n"
+        "        logits[seq_id] = processor(all_ids[seq_id], logits[seq_id])\n    return logits\n",
     ]
     INVALID = [
         "def f(tok_buf: torch.Tensor, next_token: int):\n    tok_buf[0] = next_token\n",
@@ -235,7 +325,10 @@ class ScalarWriteToDevice(Rule):
                 continue  # through a mask a scalar is masked_fill_
             element_write = all(isinstance(i, cst.Index) and ctx.value(i.value).kind == "host" for i in indices)
             # An unknown value is reported only for a single-element write (buf[b, 0] = token),
-            # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv).
+            # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv). A
+            # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
+            if value.kind == "unknown" and _call_on_device(ctx, node.value):
+                continue
             if value.kind == "host" or element_write:
                 ctx.report(self, sub)
 

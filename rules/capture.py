@@ -575,7 +575,10 @@ class FrozenScalar(Rule):
     A value is per-step when it is a host value (not a tensor) that comes from a parameter or
     `self` attribute named like a decode position or counter (`start_pos`, `cur_pos`, `step`,
     `seq_len`, `n_comp`, `token_id`, ...; `pos` and `position` only when annotated as host
-    scalars), directly or through local arithmetic.
+    scalars), or, by dataflow under any name, from a `self` attribute the class advances with
+    an augmented assignment (`self.filled += 1`) or a parameter that a caller's loop advances
+    between calls (`offset += 1` around `decode_one(..., offset)`), directly or through local
+    arithmetic.
 
     ## Why it breaks a CUDA graph
     A graph records kernel arguments by value. A Python int used as an offset, a bound or a
@@ -593,8 +596,9 @@ class FrozenScalar(Rule):
     `freqs.index_select(0, pos)`; fixed-size top-k with `-inf` masking.
 
     ## Known problems
-    Per-step values are recognised by name; a position held under another name is missed,
-    and a host value with one of these names that never changes is reported.
+    Besides the dataflow cases, per-step values are recognised by name: a position kept under
+    another name that nothing in the linted code advances is missed, and a host value with one
+    of these names that never changes is reported.
     """
 
     code = "GL508"
@@ -609,6 +613,22 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # Dataflow twins: a device counter the step advances in place, a per-layer offset that
+        # takes the same values every step, a caller that passes a constant.
+        "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
+        "        self.filled = torch.zeros((), dtype=torch.long, device='cuda')\n        self.w = w\n"
+        "    def append(self, kv: torch.Tensor):\n        self.cache.index_copy_(1, self.filled % self.w, kv)\n"
+        "        self.filled += 1\n",
+        "def f(x: torch.Tensor, sizes: list):\n    offset = 0\n    parts = []\n    for s in sizes:\n"
+        "        parts.append(x[:, offset:offset + s])\n        offset += s\n    return parts\n",
+        "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
+        "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    for _ in range(n):\n"
+        "        decode_one(cache, kv, 0)\n",
+        # lmdeploy messages.py: a host (numpy) history buffer indexed by the count it advances.
+        "import numpy as np\nclass History:\n    def __init__(self):\n        self._data = np.zeros(8)\n"
+        "        self._num_real = 0\n    def append(self, new_data):\n        n = len(new_data)\n"
+        "        self._data = np.pad(self._data, (0, n))\n        self._data[self._num_real:self._num_real + n] = new_data\n"
+        "        self._num_real += n\n    def get_real(self):\n        return self._data[:self._num_real]\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
@@ -618,24 +638,42 @@ class FrozenScalar(Rule):
         "class Attn:\n    def forward(self, x: torch.Tensor):\n        return self.freqs_cis[self.start_pos]\n",
         "def window(w: int, start_pos, device):\n    idxs = torch.full((1, w), -1, device=device)\n"
         "    n = min(start_pos + 1, w)\n    idxs[..., :n] = 0\n    return idxs\n",
+        # By dataflow: a sliding-window cache whose fill count the class advances (a replay
+        # writes the capture-time slot forever: the window never starts rolling) ...
+        "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
+        "        self.filled = 0\n        self.w = w\n"
+        "    def append(self, kv: torch.Tensor):\n        self.cache[:, self.filled % self.w] = kv\n"
+        "        self.filled += 1\n",
+        # ... and an offset the decode loop advances and passes to the step.
+        "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
+        "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    offset = 0\n    for _ in range(n):\n"
+        "        decode_one(cache, kv, offset)\n        offset += 1\n",
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         self._per_step, self._active = _per_step_names(node, ctx)
+        self._per_step_by_name = (_per_step_names(node, ctx, by_name=True)[0]
+                                  if getattr(ctx.facts, "per_step_params", None) or getattr(ctx.facts, "per_step_attrs", None)
+                                  else self._per_step)
 
-    def _tainted(self, node: cst.CSTNode | None, ctx: Context) -> bool:
+    def _tainted(self, node: cst.CSTNode | None, ctx: Context, dataflow: bool = True) -> bool:
         if node is None or ctx.value(node).kind in (DEVICE, HOST_TENSOR, MODULE) or ctx.value(node).is_bool:
             return False
+        if not dataflow:
+            return _mentions(node, self._per_step_by_name, ctx, by_name=True)
         return _mentions(node, self._per_step, ctx)
 
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         if not self._active or not maybe_device(ctx, node.value) or ctx.value(node.value).kind == HOST:
             return
+        # Values per-step by dataflow (not by name) count only into known device tensors: host
+        # buffers (numpy arrays, lists) are indexed by advancing counters all the time.
+        dataflow = ctx.value(node.value).kind == DEVICE
         for element in node.slice:
             inner = element.slice
             parts = [inner.value] if isinstance(inner, cst.Index) else [inner.lower, inner.upper, inner.step]
             for part in parts:
-                if self._tainted(part, ctx):
+                if self._tainted(part, ctx, dataflow):
                     ctx.report(self, part)
                     return
 
@@ -643,6 +681,7 @@ class FrozenScalar(Rule):
         if not self._active:
             return
         qualified = ctx.qualified(node.func)
+        dataflow = True
         if qualified is not None:
             if not qualified.startswith("torch.") or qualified.startswith(("torch.cuda.", "torch.distributed.")):
                 return
@@ -654,15 +693,17 @@ class FrozenScalar(Rule):
             kind = ctx.value(node.func.value).kind
             if not (kind == DEVICE or (kind == "unknown" and node.func.attr.value in _SCALAR_ARG_METHODS)):
                 return
+            dataflow = kind == DEVICE
         for arg in node.args:
-            if self._tainted(arg.value, ctx):
+            if self._tainted(arg.value, ctx, dataflow):
                 ctx.report(self, arg.value)
                 return
 
 
-def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], bool]:
+def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = False) -> tuple[set[str], bool]:
     """The function's per-step local names, and whether anything per-step (a name or a
-    `self.<per-step attribute>`) appears in it at all."""
+    `self.<per-step attribute>`) appears in it at all; `by_name`: from names alone, without
+    the dataflow facts."""
     names: set[str] = set()
     params = function.params
     for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
@@ -672,12 +713,14 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
             continue
         if name in PER_STEP_NAMES or (name in _ANNOTATED_ONLY and kind == HOST):
             names.add(name)
+        elif not by_name and name in getattr(ctx.facts, "per_step_params", ()):
+            names.add(name)  # a caller's loop advances it between calls
     assignments = []
     self_attrs = False
     for node in _walk(function.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and node.attr.value in PER_STEP_NAMES \
+        elif isinstance(node, cst.Attribute) and _per_step_attr(node.attr.value, ctx, by_name) \
                 and isinstance(node.value, cst.Name) and node.value.value == "self":
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
@@ -687,7 +730,7 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
             value = assign.value
             if value is None or ctx.value(value).kind in (DEVICE, HOST_TENSOR, MODULE):
                 continue
-            if not _mentions(value, names, ctx):
+            if not _mentions(value, names, ctx, by_name):
                 continue
             targets = [t.target for t in assign.targets] if isinstance(assign, cst.Assign) else [assign.target]
             for target in targets:
@@ -707,7 +750,12 @@ _SCALAR_ARG_METHODS = frozenset({
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 
-def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
+def _per_step_attr(attr: str, ctx: Context, by_name: bool = False) -> bool:
+    """A `self` attribute named like a position, or one the class advances itself."""
+    return attr in PER_STEP_NAMES or (not by_name and attr in getattr(ctx.facts, "per_step_attrs", ()))
+
+
+def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = False) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
     if isinstance(node, cst.Name):
@@ -716,16 +764,16 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
         if node.attr.value in _META:
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return node.attr.value in PER_STEP_NAMES and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
-        return _mentions(node.value, names, ctx)
+            return _per_step_attr(node.attr.value, ctx, by_name) and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
+        return _mentions(node.value, names, ctx, by_name)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""
         if func in _ARITHMETIC or func.startswith("math."):
-            return any(_mentions(a.value, names, ctx) for a in node.args)
+            return any(_mentions(a.value, names, ctx, by_name) for a in node.args)
         return False
     if isinstance(node, (cst.Subscript, cst.Lambda, cst.BaseComp)):
         return False  # an element of something is not the per-step scalar itself
-    return any(_mentions(child, names, ctx) for child in code_children(node))
+    return any(_mentions(child, names, ctx, by_name) for child in code_children(node))
 
 
 class HostRandomOrClock(Rule):

@@ -11,7 +11,14 @@ from ._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")
 _SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
-                           "new_full", "resize_", "tile"})
+                           "new_full", "resize_", "tile", "narrow", "select", "roll", "unflatten"})
+
+
+def _size_parts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """A size argument and, for a literal tuple or list of sizes, its elements."""
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [e.value for e in node.elements]
+    return [node]
 _TEST_PARENTS = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf, cst.BooleanOperation, cst.UnaryOperation)
 
 
@@ -62,6 +69,16 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, n: int):\n    assert x.dim() == 3 and n > 0\n",
         "def f(x: torch.Tensor, cache=None):\n    y = x if cache is None else cache\n    return y\n",
         "def f(hidden_states, attention_mask=None):\n    if attention_mask is not None and attention_mask.dim() == 2:\n        return hidden_states\n",
+        # Host-known twins of the call-site cases: a size, and a base that keeps a Python count.
+        "def _keep(n, threshold):\n    if n > threshold:\n        return n\n    return 0\n"
+        "def step(logits: torch.Tensor):\n    return _keep(logits.shape[-1], 4)\n",
+        "def _keep(scores, threshold):\n    if scores > threshold:\n        return 1\n    return 0\n"
+        "def step(logits: torch.Tensor, lo: torch.Tensor):\n    a = _keep(logits.max().item(), 0.5)\n    return _keep(lo, 0.5) + a\n",
+        "class Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.seen = None\n"
+        "    def step(self, x: torch.Tensor):\n        if self.seen > 0:\n            return x\n        return -x\n"
+        "class Sub(Base):\n    def __init__(self, n: int):\n        super().__init__()\n        self.seen = n\n",
+        "def refine(x: torch.Tensor):\n    done = False\n    while not done:\n"
+        "        x = x[: x.shape[0] // 2]\n        done = x.shape[0] < 2\n    return x\n",
     ]
     INVALID = [
         "def f(offsets: torch.Tensor):\n    if offsets[0] != 0:\n        offsets -= offsets[0]\n",
@@ -71,6 +88,18 @@ class DeviceCondition(Rule):
         "def f(x: torch.Tensor, flag: bool):\n    if flag and x.max() > 3:\n        return x\n",
         "def f(xs: list, t: torch.Tensor):\n    return [x for x in xs if t > 0]\n",
         "def f(x: torch.Tensor):\n    if not x.any():\n        return x\n",
+        # A selection helper without annotations: every call site passes a device tensor.
+        "def _keep(scores, threshold):\n    if scores.max() > threshold:\n        return scores\n    return scores * 0\n"
+        "def step(logits: torch.Tensor):\n    return _keep(logits.softmax(-1), 0.5)\n",
+        # A base class declares the cache empty; the subclass that runs fills it on the device.
+        "class Base(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.cache = None\n"
+        "    def step(self, x: torch.Tensor):\n        if self.cache.abs().max() > 0:\n            return x\n        return -x\n"
+        "class Sub(Base):\n    def __init__(self, n: int):\n        super().__init__()\n"
+        "        self.cache = torch.zeros(n, device='cuda')\n",
+        # A convergence loop: `done` starts as a host bool and is a device reduction from the
+        # second iteration on.
+        "def refine(x: torch.Tensor, tol: float):\n    done = False\n    while not done:\n"
+        "        x = x * 0.5\n        done = (x.abs() < tol).all()\n    return x\n",
     ]
 
     def _check(self, ctx: Context, test: cst.BaseExpression) -> None:
@@ -129,6 +158,15 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor):\n    return torch.topk(x, 16, dim=-1)\n",
         "def f(x: torch.Tensor):\n    return x.view(x.shape[0], -1)\n",
         "def f(x: torch.Tensor):\n    for i in range(x.size(0)):\n        pass\n",
+        "def _window(cache, n):\n    return cache[:, :n]\n"
+        "def step(cache: torch.Tensor, lengths: torch.Tensor):\n    return _window(cache, cache.shape[1] // 2)\n",
+        "def _width(mask: torch.Tensor):\n    return mask.shape[-1]\n"
+        "def step(cache: torch.Tensor, mask: torch.Tensor):\n    n = _width(mask)\n    return cache[:, :n]\n",
+        # Host-known twins: sizes from shapes, numel(), an .item() result, a config int.
+        "def f(x: torch.Tensor, cfg):\n    n = x.shape[0]\n    return torch.zeros((n, cfg.hidden_size), device=x.device)\n",
+        "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    end = int(lengths.numel()) + 1\n"
+        "    return cache.narrow(1, 0, end)\n",
+        "def f(k: torch.Tensor, cache_position: torch.Tensor):\n    end = cache_position[-1].item() + 1\n    return k[:, :end]\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    n = lengths.max()\n    return cache[:, :n]\n",
@@ -136,6 +174,19 @@ class DeviceValueAsInt(Rule):
         "def f(x: torch.Tensor, k: torch.Tensor):\n    return x.topk(k)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return torch.zeros(n, device=x.device)\n",
         "def f(x: torch.Tensor, n: torch.Tensor):\n    return x.view(n, -1)\n",
+        # A 0-dim device tensor handed to a helper that uses it as a bound, and a helper's
+        # device result used as one.
+        "def _window(cache, n):\n    return cache[:, :n]\n"
+        "def step(cache: torch.Tensor, lengths: torch.Tensor):\n    return _window(cache, lengths.max())\n",
+        "def _lengths(mask: torch.Tensor):\n    return mask.sum(-1)\n"
+        "def step(cache: torch.Tensor, mask: torch.Tensor):\n    n = _lengths(mask).max()\n    return cache[:, :n]\n",
+        # A 0-dim device tensor as a size inside a shape tuple, and as a narrow() start: the
+        # last cache position plus one, an element of a lengths tensor.
+        "def f(x: torch.Tensor, lengths: torch.Tensor):\n    n = lengths[0]\n"
+        "    return torch.zeros((n, x.shape[-1]), device=x.device)\n",
+        "def f(cache: torch.Tensor, cache_position: torch.Tensor):\n    end = cache_position[-1] + 1\n"
+        "    return cache.narrow(1, 0, end)\n",
+        "def f(k: torch.Tensor, cache_position: torch.Tensor):\n    return k[:, : cache_position[-1] + 1]\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
@@ -155,15 +206,17 @@ class DeviceValueAsInt(Rule):
             if is_device(ctx, k):
                 ctx.report(self, k, message="`topk` with a device-valued k: a sync, and the output shape changes with the data")
             return
-        if qualified in _FACTORIES or qualified in ("torch.arange",):
+        if qualified in _FACTORIES or qualified in ("torch.arange", "torch.narrow"):
             for arg in args:
-                if is_device(ctx, arg):
-                    ctx.report(self, arg)
+                for part in _size_parts(arg):
+                    if is_device(ctx, part):
+                        ctx.report(self, part)
             return
         if method in _SIZE_METHODS and is_device(ctx, func.value if isinstance(func, cst.Attribute) else None):
             for arg in args:
-                if is_device(ctx, arg):
-                    ctx.report(self, arg)
+                for part in _size_parts(arg):
+                    if is_device(ctx, part):
+                        ctx.report(self, part)
 
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         base = ctx.value(node.value)

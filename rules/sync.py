@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.inference import annotation_value
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import is_device, maybe_device, method_name, positional, receiver
 
@@ -294,6 +295,109 @@ class HostBooleanOp(Rule):
             ctx.report(self, node)
 
 
+def _param_by_evidence(node: cst.BaseExpression, ctx: Context) -> bool:
+    """An unannotated parameter that is a tensor only because the function calls tensor
+    methods on it somewhere: these builtins take containers as often, so it is not enough."""
+    if not isinstance(node, cst.Name) or not ctx.parents or not isinstance(ctx.parents[0], cst.FunctionDef):
+        return False
+    params = ctx.parents[0].params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.name.value == node.value:
+            return param.annotation is None or annotation_value(param.annotation.annotation, ctx.imports).kind == "unknown"
+    return False
+
+
+# Builtins that take the truth value of elements or compare them: over a device tensor each
+# element is a 0-dim device tensor, and every `bool()` / `<` on one is a host read.
+_TRUTH_BUILTINS = frozenset({"all", "any", "max", "min", "sorted"})
+
+
+class ImplicitHostRead(Rule):
+    """Flags Python builtins and operators that read device values on the host without a
+    visible `.item()`: `all`, `any`, `max`, `min`, `sorted` over a device tensor or with a
+    device argument, and membership tests (`tok in ids` with `ids` a device tensor, or a
+    device value looked up in a list or tuple).
+
+    ## Why it breaks a CUDA graph
+    Iterating a tensor yields 0-dim device tensors; `all` / `any` take the truth value of
+    each (one sync per element), `max` / `min` / `sorted` compare them with `<` (a sync per
+    comparison), and `x in t` is `(t == x).any()` read as a Python bool. During capture the
+    first read raises; eagerly the step stalls once per element.
+
+    ## Example
+        if any(finished):          # finished: a device bool tensor
+            ...
+        if next_token in stop_ids: # stop_ids: a device tensor
+            ...
+
+    ## Use instead
+    Reduce on the device and keep the result there: `finished.any()` combined with
+    `torch.where`, `torch.isin(next_token, stop_ids)` as a mask, `torch.maximum(a, b)` for
+    two tensors; read a flag on the host only after replay.
+    """
+
+    code = "GL108"
+    name = "implicit-host-read"
+    message = "a builtin or operator reads device values on the host (a truth value or comparison per element): a sync"
+    fix = "reduce on the device (t.any() / t.all() / t.max() / torch.maximum / torch.isin) and keep the result there (torch.where)"
+    VALID = [
+        "def f(x: torch.Tensor, n: int):\n    return max(n, x.size(-1)) + min(x.shape)\n",
+        "def f(x: torch.Tensor):\n    return x.any() & x.all()\n",
+        "def f(flags: list, procs):\n    if any(procs):\n        return all(flags)\n",
+        "def f(x: torch.Tensor, ids: list):\n    v = x.argmax().item()\n    return v in ids\n",
+        "def f(x: torch.Tensor, names: dict):\n    return 'k' in names and x.dim() in (2, 3)\n",
+        # lmdeploy nn/linear/awq.py: a tag stored on a parameter is not a tensor.
+        "def weight_loader(param: torch.nn.Parameter, loaded_weight: torch.Tensor):\n"
+        "    if param._weight_type in ['scales', 'bias']:\n        param.copy_(loaded_weight)\n",
+        # lmdeploy multimodal/data_type.py: one parameter, a tensor in one branch, a dict in another.
+        "def hash_value(hasher, value: Any):\n    if isinstance(value, torch.Tensor):\n"
+        "        hasher.update(value.view(torch.uint8).numpy().tobytes())\n    elif isinstance(value, dict):\n"
+        "        for key in sorted(value, key=repr):\n            hash_value(hasher, key)\n",
+        # gpt-fast generate.py: temperature is a float, the top-k bound a host size.
+        "def logits_to_probs(logits, temperature: float = 1.0, top_k: int = 8):\n"
+        "    logits = logits / max(temperature, 1e-5)\n"
+        "    v, _ = torch.topk(logits, min(top_k, logits.size(-1)))\n    return v\n",
+    ]
+    INVALID = [
+        "def f(finished: torch.Tensor):\n    if any(finished):\n        return 1\n",
+        "def f(scores: torch.Tensor):\n    return max(scores.softmax(-1)[0])\n",
+        "def f(tok: int, stop_ids: torch.Tensor):\n    return tok in stop_ids\n",
+        "def f(logits: torch.Tensor, eos: list):\n    nxt = logits.argmax(-1)\n    return nxt in [eos[0], eos[1]]\n",
+        "def f(a: torch.Tensor, b: torch.Tensor):\n    return max(a.sum(), b.sum())\n",
+        # torch.tensor over a list of 0-dim device tensors reads each one (gpt-fast model.py
+        # apply_rope_scaling builds the new frequencies this way).
+        "def f(freqs: torch.Tensor, factor: float):\n    new = []\n    for freq in freqs:\n"
+        "        new.append(freq / factor)\n    return torch.tensor([new[0], freqs[1]], device=freqs.device)\n",
+    ]
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        self._tensor_of_device_scalars(node, ctx)
+        func = node.func
+        if not (isinstance(func, cst.Name) and func.value in _TRUTH_BUILTINS) or ctx.qualified(func):
+            return
+        args = positional(node)
+        if any(is_device(ctx, arg) and not _param_by_evidence(arg, ctx) for arg in args):
+            ctx.report(self, node, message=f"`{func.value}()` over a device value reads each element on the host: a sync")
+
+    def _tensor_of_device_scalars(self, node: cst.Call, ctx: Context) -> None:
+        if ctx.qualified(node.func) not in ("torch.tensor", "torch.as_tensor"):
+            return
+        data = positional(node)[:1]
+        if data and isinstance(data[0], (cst.List, cst.Tuple)) and any(is_device(ctx, e.value) for e in data[0].elements):
+            ctx.report(self, data[0], message="`torch.tensor` of device scalars reads each one on the host (a sync) and copies it back")
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: Context) -> None:
+        left = node.left
+        for target in node.comparisons:
+            right = target.comparator
+            if isinstance(target.operator, (cst.In, cst.NotIn)):
+                in_tensor = is_device(ctx, right)
+                in_literal = isinstance(right, (cst.List, cst.Tuple, cst.Set)) and is_device(ctx, left)
+                if in_tensor or in_literal:
+                    ctx.report(self, target, message="a membership test on a device value is a host read: a sync")
+            left = right
+
+
 # Python callables of the ops that sync on CUDA only (graphlint/data/cuda_sync_ops.toml) -> entry.
 _CUDA_SYNC_CALLS = {name: entry for entry in catalog.cuda_sync_ops() for name in entry.python}
 
@@ -350,6 +454,6 @@ class CudaOnlySyncOp(Rule):
 
 
 RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp,
-         CudaOnlySyncOp]
+         ImplicitHostRead, CudaOnlySyncOp]
 
 __all__ = ["RULES", "Example"]

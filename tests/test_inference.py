@@ -37,6 +37,13 @@ def kinds(code: str, function: str = "f", class_name: str | None = None) -> dict
     ("def f(a: int):\n    h = torch.cat([torch.arange(a), torch.arange(a)])\n", "h", HOST_TENSOR),
     ("def f(x: torch.Tensor):\n    b, s, d = x.size()\n", "s", HOST),
     ("def f(x: torch.Tensor):\n    xs = []\n", "xs", UNKNOWN),
+    # A declaration wins over its None placeholder: the name holds a tensor once set.
+    ("from typing import Optional\ndef f():\n    c: Optional[torch.Tensor] = None\n", "c", DEVICE),
+    ("from typing import Optional\ndef f():\n    n: Optional[int] = None\n", "n", HOST),
+    # numpy arrays are host memory; a tag stored on a parameter is not a tensor.
+    ("import numpy as np\ndef f(n: int):\n    rows = np.arange(n)\n", "rows", HOST_TENSOR),
+    ("def f(p: torch.nn.Parameter):\n    t = p._weight_type\n    w = p.data\n", "t", UNKNOWN),
+    ("def f(p: torch.nn.Parameter):\n    t = p._weight_type\n    w = p.data\n", "w", DEVICE),
 ])
 def test_kinds(code, name, kind):
     assert kinds(code)[name] == kind
@@ -71,3 +78,54 @@ def test_loops_bind_modules_and_host_indices():
     )
     found = kinds(code, "f", "M")
     assert (found["i"], found["layer"], found["x"]) == (HOST, MODULE, DEVICE)
+
+
+def _run(code: str) -> Inference:
+    module = cst.parse_module("import torch\n" + code)
+    facts = ModuleFacts(module, collect_imports(module))
+    target = next(s for s in module.body if isinstance(s, cst.FunctionDef))
+    inference = Inference(facts, None)
+    inference.run_function(target, is_method=False)
+    return inference
+
+
+@pytest.mark.parametrize("changes", [False, True])
+def test_nested_loops_are_linear(changes):
+    # 24 nested `for` loops: walking each body twice per level visited 2**24 statements. The
+    # innermost body may change a name the outer loops carry (`changes`): each loop still
+    # settles after a bounded number of walks of its own body.
+    depth = 24
+    lines = ["def f(x: torch.Tensor, n: int):", "    acc = None"]
+    for level in range(depth):
+        lines.append("    " * (level + 1) + f"for i{level} in range(n):")
+    lines.append("    " * (depth + 1) + ("acc = x.sum()" if changes else "pass"))
+    inference = _run("\n".join(lines) + "\n")
+    statements = depth + 2
+    assert inference.visits <= 6 * statements
+    assert inference.env["acc"].kind == (DEVICE if changes else "none")
+
+
+def test_loop_carried_device_value_reaches_the_test():
+    code = ("def f(x: torch.Tensor, tol: float):\n"
+            "    done = False\n"
+            "    while not done:\n"
+            "        x = x * 0.5\n"
+            "        done = (x.abs() < tol).all()\n")
+    module = cst.parse_module("import torch\n" + code)
+    facts = ModuleFacts(module, collect_imports(module))
+    function = module.body[-1]
+    inference = Inference(facts, None)
+    inference.run_function(function, is_method=False)
+    loop = function.body.body[1]
+    # `not done` tests a device bool from the second iteration on.
+    assert inference.out.of(loop.test.expression).kind == DEVICE
+    assert inference.env["done"].kind == DEVICE
+
+
+def test_loop_carried_host_value_stays_host():
+    code = ("def f(x: torch.Tensor, n: int):\n"
+            "    pos = 0\n"
+            "    for _ in range(n):\n"
+            "        pos = pos + x.shape[0]\n"
+            "    return pos\n")
+    assert _run(code).env["pos"].kind == HOST

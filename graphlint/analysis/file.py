@@ -15,14 +15,16 @@ import libcst as cst
 
 from graphlint.analysis.call_facts import callgraph_facts
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
-from graphlint.analysis.inference import Inference, ModuleFacts, collect_class
+from graphlint.analysis.inference import ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
+from graphlint.analysis.summaries import class_summaries, function_summary
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
 # a sync method has nothing for these rules.
 _INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
+_CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
 # Methods that construct or describe an object rather than run a step.
 NOT_PER_STEP = frozenset({
@@ -102,6 +104,9 @@ def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
                 # Functions defined under `if TYPE_CHECKING:` / try-import blocks.
                 for child in compound_bodies(stmt):
                     walk(child, prefix, class_name)
+            elif isinstance(stmt, (cst.For, cst.While)):
+                # A callback defined inside the loop that drives it (gpt-fast's generate loop).
+                walk(suite_body(stmt.body), prefix, class_name)
 
     walk(module.body, "", None)
     return found
@@ -174,11 +179,16 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     ctx.statement = saved_statement
 
 
-def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False) -> FileAnalysis:
-    """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception."""
+def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
+                   external: dict | None = None, call_graph: bool = True) -> FileAnalysis:
+    """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception.
+    `external`: facts from the rest of the linted code (graphlint.callgraph.summaries)."""
     result = FileAnalysis(path)
     if not force and not _INTERESTING.search(text):
         result.skipped = True
+        # Not parsed, but it may call linted functions: their parameters then have a caller
+        # whose arguments are not known (graphlint.callgraph.summaries reads these names).
+        result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
         return result
     try:
         module = cst.parse_module(text)
@@ -195,11 +205,17 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     functions = enumerate_functions(module)
     dispatch = _Dispatch(rules)
     raw: list[RawFinding] = []
+    known = ExternalFacts.from_dict(external)
+    summaries = []
     for info in functions:
-        inference = Inference(facts, info.class_name)
-        function_facts = inference.run_function(info.node, is_method=info.class_name is not None)
+        inference = Inference(facts, info.class_name, external=known)
+        function_facts = inference.run_function(info.node, is_method=info.class_name is not None,
+                                                qualname=info.qualname)
+        summaries.append(function_summary(info.qualname, info.class_name, inference))
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
+    # What this file's functions pass, return and assign, for the project-wide join.
+    result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
     needs_positions = bool(raw) or any(f.marker for f in functions)
     positions = node_positions(module, [f.node.name for f in functions]
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
@@ -226,5 +242,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).
-    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+    if call_graph:
+        result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
     return result

@@ -86,6 +86,15 @@ _NON_TENSOR_PREFIXES = (
     "torch.load", "torch.save",
     "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
 )
+_MAX_SOURCES = 32
+_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
+# Builtins whose arguments rules judge (conversions, bounds, formatting, truth of elements).
+_SINK_BUILTINS = frozenset({"range", "int", "float", "bool", "complex", "min", "max", "any", "all", "sorted",
+                            "print", "str", "repr", "format"})
+# numpy constructors of arrays (not scalars): host memory.
+_NUMPY_ARRAYS = ("numpy.array", "numpy.asarray", "numpy.arange", "numpy.zeros", "numpy.ones", "numpy.full",
+                 "numpy.empty", "numpy.concatenate", "numpy.stack", "numpy.repeat", "numpy.cumsum",
+                 "numpy.where", "numpy.nonzero", "numpy.argsort", "numpy.random.")
 _HOST_BUILTINS = frozenset({
     "len", "isinstance", "issubclass", "hasattr", "callable", "range", "str", "repr", "id",
     "type", "getattr", "sorted", "tuple", "list", "dict", "set", "frozenset", "round",
@@ -165,6 +174,8 @@ class ClassInfo:
         self.bases = bases
         self.attrs: dict[str, Value] = {}
         self.is_module = False
+        # Host attributes a method advances (`self.offset += n`): they change every call.
+        self.advanced: set[str] = set()
 
     def assign(self, attr: str, value: Value) -> None:
         old = self.attrs.get(attr)
@@ -200,6 +211,15 @@ class ModuleFacts:
             if self.class_is_module(short, seen | {name}):
                 return True
         return False
+
+    def class_advanced(self, name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        info = self.classes.get(name)
+        if info is None or name in seen:
+            return set()
+        found = set(info.advanced)
+        for base in info.bases:
+            found |= self.class_advanced(base.rsplit(".", 1)[-1], seen | {name})
+        return found
 
     def class_attrs(self, name: str, seen: frozenset[str] = frozenset()) -> dict[str, Value]:
         """Attributes of a class and of its same-file bases (a subclass's own assignment wins)."""
@@ -275,6 +295,31 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
     return V_UNKNOWN
 
 
+def _advanced_names(body: cst.BaseSuite) -> set[str]:
+    """Locals a loop body advances: `n += k` or `n = n + k` (the name on both sides)."""
+    names: set[str] = set()
+    for node in iter_code(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if type(node) is cst.AugAssign and isinstance(node.target, cst.Name):
+            names.add(node.target.value)
+        elif type(node) is cst.Assign and isinstance(node.value, cst.BinaryOperation):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name) and any(
+                        isinstance(n, cst.Name) and n.value == target.target.value
+                        for n in (node.value.left, node.value.right)):
+                    names.add(target.target.value)
+    return names
+
+
+def _default_code(param: cst.Param) -> str | None:
+    """A parameter's default for the summary: "none", "host" (a literal) or None (no default,
+    or one whose kind is not known)."""
+    if param.default is None:
+        return None
+    if _is_none(param.default):
+        return "none"
+    return "host" if _is_literal(param.default) else "other"
+
+
 def _is_none(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "None"
 
@@ -286,30 +331,118 @@ class FunctionFacts:
         self.values: dict[int, Value] = {}
         # Names assigned before entering each loop, to spot loop-carried cache growth.
         self.loop_depth = 0
+        # Per-step Python values by dataflow: parameters that a caller's loop advances between
+        # calls, and `self` attributes the class advances with an augmented assignment.
+        self.per_step_params: set[str] = set()
+        self.per_step_attrs: set[str] = set()
 
     def of(self, node: cst.CSTNode) -> Value:
         return self.values.get(id(node), V_UNKNOWN)
 
 
+_KIND_CODES = {DEVICE: "device", HOST_TENSOR: "host_tensor", HOST: "host", NONE: "none", MODULE: "module",
+               MODULE_LIST: "module_list"}
+
+
+def encode(value: Value) -> str | None:
+    """A Value as the string kept in summaries; None for what is not known."""
+    if value.kind.startswith("tuple:"):
+        return value.kind
+    code = _KIND_CODES.get(value.kind)
+    if code == "device" and value.is_bool:
+        return "device_bool"
+    return code
+
+
+def decode(code: str) -> Value:
+    if code == "device_bool":
+        return V_DEVICE_BOOL
+    return Value(code)
+
+
+@dataclass
+class ExternalFacts:
+    """What other functions of the linted code say about this file (graphlint.callgraph.
+    summaries joins them): parameter kinds from every call site, return kinds of callees by
+    callee key, attribute kinds inherited from classes in other files."""
+
+    params: dict[str, dict[str, str]]  # function qualname -> parameter -> kind code
+    returns: dict[str, str]  # callee key (see Inference.callee_key) -> kind code
+    attrs: dict[str, dict[str, str]]  # class name -> attribute -> kind code
+    steps: dict[str, list[str]] = None  # function qualname -> parameters a caller's loop advances
+
+    @classmethod
+    def from_dict(cls, data: dict | None) -> "ExternalFacts | None":
+        if not data:
+            return None
+        return cls(data.get("params", {}), data.get("returns", {}), data.get("attrs", {}), data.get("steps", {}))
+
+
+# Callees in these libraries are never linted functions: their calls are not summarised.
+_LIBRARY_PREFIXES = ("torch.", "numpy.", "math.", "os.", "sys.", "re.", "typing.", "functools.", "itertools.",
+                     "collections.", "dataclasses.", "logging.", "time.", "random.", "json.", "triton.",
+                     "contextlib.", "asyncio.", "copy.", "inspect.", "enum.", "abc.", "warnings.", "pathlib.")
+
+
 class Inference:
     """Evaluates one function body in program order, recording a Value for each expression."""
 
-    def __init__(self, facts: ModuleFacts, class_name: str | None, env: dict[str, Value] | None = None):
+    def __init__(self, facts: ModuleFacts, class_name: str | None, env: dict[str, Value] | None = None,
+                 external: ExternalFacts | None = None):
         self.facts = facts
         self.imports = facts.imports
+        self.class_name = class_name
         self.class_attrs = facts.class_attrs(class_name) if class_name else {}
+        self.external = external
+        if external is not None and class_name in external.attrs:
+            inherited = {attr: decode(code) for attr, code in external.attrs[class_name].items()}
+            self.class_attrs = {**inherited, **{a: v for a, v in self.class_attrs.items()
+                                                if v.kind not in (UNKNOWN, NONE) or a not in inherited}}
+        # For the summary: the arguments of each call to a linted function and the returns.
+        self.calls: dict[int, tuple[str, list, dict]] = {}
+        self.returns: dict[int, tuple] = {}
+        self.param_names: list[str] = []
+        self.param_defaults: dict[str, str | None] = {}
+        self.local_params: dict[str, Value] = {}
+        # Host attributes of self this function advances, and the loop-carried locals the
+        # enclosing loops advance (names), with the calls that pass one of them on.
+        self.advanced_attrs: set[str] = set()
+        self._advancing: list[frozenset[str]] = []
+        self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
+        self._advanced_by_loop: dict[int, frozenset[str]] = {}
+        # What other functions could tell: calls and `self` attributes this function leaves unknown.
+        self.unknown_calls: set[str] = set()
+        self.unknown_attrs: set[str] = set()
+        self.unknown_sinks = 0
+        self.wanted: set[str] = set()  # the sources of the unknown values at those places
+        self.deps: dict[str, set[str]] = {}
         self.env: dict[str, Value] = dict(env or {})
         self.out = FunctionFacts()
         # Assigned attributes of self during this function (they override class facts).
         self.self_attrs: dict[str, Value] = {}
         # Names used as tensors in this function: an unknown value bound to one is a tensor.
         self.evidence: set[str] = set()
+        # Statements evaluated so far: the work done, which stays linear in the code.
+        self.visits = 0
+        # Per loop and entry state, the state after the loop: a nested loop entered again
+        # with the same facts is not walked again (without this, nesting doubles the work).
+        self._loop_exits: dict[tuple, tuple[dict[str, Value], dict[str, Value]]] = {}
 
     # ----- entry points -------------------------------------------------------------
-    def run_function(self, node: cst.FunctionDef, is_method: bool) -> FunctionFacts:
+    def run_function(self, node: cst.FunctionDef, is_method: bool, qualname: str | None = None) -> FunctionFacts:
         self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
+        self.local_params = {name: self.env[name] for name in self.param_names if name in self.env}
+        known = self.external.params.get(qualname or "", {}) if self.external is not None else {}
+        for name, code in known.items():
+            # Call-site evidence fills in only what the function itself leaves unknown.
+            if self.env.get(name, V_UNKNOWN).kind == UNKNOWN:
+                self.env[name] = decode(code)
+        if self.external is not None:
+            self.out.per_step_params = set(self.external.steps.get(qualname or "", ()))
         self.block(node.body)
+        self.out.per_step_attrs = self.advanced_attrs | (self.facts.class_advanced(self.class_name)
+                                                         if self.class_name else set())
         return self.out
 
     def bind_params(self, params: cst.Parameters, is_method: bool) -> None:
@@ -320,8 +453,11 @@ class Inference:
                 self.env[name] = V_SELF if name == "self" else V_UNKNOWN
                 continue
             self.env[name] = self._param_value(param)
+            self.param_names.append(name)
+            self.param_defaults[name] = _default_code(param)
         for param in params.kwonly_params:
             self.env[param.name.value] = self._param_value(param)
+            self.param_defaults[param.name.value] = _default_code(param)
         for name, value in list(self.env.items()):
             if value.kind == UNKNOWN and name in self.evidence:
                 self.env[name] = V_DEVICE
@@ -348,11 +484,12 @@ class Inference:
             self.statement(stmt)
 
     def statement(self, stmt: cst.CSTNode) -> None:
+        self.visits += 1
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 self.small(small)
         elif isinstance(stmt, cst.If):
-            self.expr(stmt.test)
+            self._sink_expr(stmt.test)
             before = dict(self.env)
             self.block(stmt.body)
             after_body = self.env
@@ -363,23 +500,8 @@ class Inference:
                 else:
                     self.block(stmt.orelse.body)
             self.env = _join_envs(after_body, self.env)
-        elif isinstance(stmt, cst.For):
-            iter_value = self.expr(stmt.iter)
-            self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
-            self.out.loop_depth += 1
-            self.block(stmt.body)
-            # A second pass lets loop-carried values (x = f(x)) settle at the join.
-            self.block(stmt.body)
-            self.out.loop_depth -= 1
-            if stmt.orelse is not None:
-                self.block(stmt.orelse.body)
-        elif isinstance(stmt, cst.While):
-            self.expr(stmt.test)
-            self.out.loop_depth += 1
-            self.block(stmt.body)
-            self.out.loop_depth -= 1
-            if stmt.orelse is not None:
-                self.block(stmt.orelse.body)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            self._loop(stmt)
         elif isinstance(stmt, cst.With):
             for item in stmt.items:
                 value = self.expr(item.item)
@@ -405,6 +527,44 @@ class Inference:
             for case in stmt.cases:
                 self.block(case.body)
 
+    def _loop(self, stmt: cst.For | cst.While) -> None:
+        """Iterate the body from the loop head until the head's facts stop changing, so a
+        value the body assigns is seen by the next iteration (`done = (delta < tol).all()`
+        makes `while not done` a device test from the second iteration on)."""
+        iter_value = self.expr(stmt.iter) if isinstance(stmt, cst.For) else None
+        key = (id(stmt), iter_value, frozenset(self.env.items()), frozenset(self.self_attrs.items()))
+        known = self._loop_exits.get(key)
+        if known is not None:
+            self.env, self.self_attrs = dict(known[0]), dict(known[1])
+            return
+        head_env, head_attrs = dict(self.env), dict(self.self_attrs)
+        advanced = self._advanced_by_loop.get(id(stmt))
+        if advanced is None:
+            advanced = self._advanced_by_loop[id(stmt)] = frozenset(_advanced_names(stmt.body))
+        self._advancing.append(frozenset(name for name in advanced if name in self.env))
+        self.out.loop_depth += 1
+        for _ in range(_LOOP_ITERATIONS):
+            self.env, self.self_attrs = dict(head_env), dict(head_attrs)
+            if isinstance(stmt, cst.For):
+                self.bind_target(stmt.target, self._element_of(stmt.iter, iter_value))
+            else:
+                self._sink_expr(stmt.test)
+            self.block(stmt.body)
+            next_env = _join_loop_envs(head_env, self.env)
+            next_attrs = _join_loop_envs(head_attrs, self.self_attrs)
+            if next_env == head_env and next_attrs == head_attrs:
+                break
+            head_env, head_attrs = next_env, next_attrs
+        self.out.loop_depth -= 1
+        self._advancing.pop()
+        # The loop may run zero or more times: after it, the names hold the head's facts.
+        self.env, self.self_attrs = head_env, head_attrs
+        if isinstance(stmt, cst.While):
+            self._sink_expr(stmt.test)
+        if stmt.orelse is not None:
+            self.block(stmt.orelse.body)
+        self._loop_exits[key] = (dict(self.env), dict(self.self_attrs))
+
     def small(self, small: cst.BaseSmallStatement) -> None:
         if isinstance(small, cst.Assign):
             value = self.expr(small.value)
@@ -413,7 +573,8 @@ class Inference:
         elif isinstance(small, cst.AnnAssign):
             declared = annotation_value(small.annotation.annotation, self.imports)
             value = self.expr(small.value) if small.value is not None else declared
-            if value.kind == UNKNOWN:
+            # `cache: Optional[Tensor] = None` holds a tensor once set.
+            if value.kind == UNKNOWN or (value.kind == NONE and declared.kind != UNKNOWN):
                 value = declared
             self.bind_target(small.target, value, small.value)
         elif isinstance(small, cst.AugAssign):
@@ -421,12 +582,17 @@ class Inference:
             left = self.expr(small.target)
             if isinstance(small.target, cst.Name):
                 self.env[small.target.value] = _binop(left, right)
+            elif (isinstance(small.target, cst.Attribute) and isinstance(small.target.value, cst.Name)
+                  and small.target.value.value == "self" and left.kind not in (DEVICE, HOST_TENSOR)
+                  and right.kind in (HOST, NONE)):
+                self.advanced_attrs.add(small.target.attr.value)
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
         elif isinstance(small, cst.Return) and small.value is not None:
-            self.expr(small.value)
+            value = self.expr(small.value)
+            self.returns[id(small)] = self._symbolic(small.value, value)
         elif isinstance(small, cst.Assert):
-            self.expr(small.test)
+            self._sink_expr(small.test)
             if small.msg is not None:
                 self.expr(small.msg)
         elif isinstance(small, cst.Raise) and small.exc is not None:
@@ -439,6 +605,8 @@ class Inference:
             if value.kind == UNKNOWN and target.value in self.evidence:
                 value = V_DEVICE  # used as a tensor below (x.view(...), x.size()): a step tensor
             self.env[target.value] = value
+            if value.kind == UNKNOWN and source is not None:
+                self.deps[target.value] = self.deps.get(target.value, set()) | self._sources(source)
         elif isinstance(target, (cst.Tuple, cst.List)):
             elements = [e.value for e in target.elements]
             if isinstance(source, (cst.Tuple, cst.List)) and len(source.elements) == len(elements):
@@ -496,7 +664,12 @@ class Inference:
             return self._name(node)
         if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
             return V_HOST
-        if isinstance(node, (cst.FormattedString, cst.ConcatenatedString)):
+        if isinstance(node, cst.FormattedString):
+            for part in node.parts:
+                if isinstance(part, cst.FormattedStringExpression):
+                    self._sink_expr(part.expression)
+            return V_HOST
+        if isinstance(node, cst.ConcatenatedString):
             self._children(node)
             return V_HOST
         if isinstance(node, cst.Attribute):
@@ -522,7 +695,7 @@ class Inference:
         if isinstance(node, cst.Comparison):
             return self._comparison(node)
         if isinstance(node, cst.IfExp):
-            self.expr(node.test)
+            self._sink_expr(node.test)
             return join(self.expr(node.body), self.expr(node.orelse))
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
             values = [self.expr(e.value) for e in node.elements]
@@ -593,12 +766,17 @@ class Inference:
         if base.kind == SELF:
             if attr in self.self_attrs:
                 return self.self_attrs[attr]
-            return self.class_attrs.get(attr, V_UNKNOWN)
+            known = self.class_attrs.get(attr, V_UNKNOWN)
+            if known.kind in (UNKNOWN, NONE):
+                self.unknown_attrs.add(attr)
+            return known
         if base.kind == MODULE:
             # Parameters and buffers of a submodule live on the device.
             return V_DEVICE if attr in ("weight", "bias") else V_UNKNOWN
         if base.kind in (DEVICE, HOST_TENSOR):
-            return Value(base.kind)
+            # .T, .real, .grad, .data are tensors; a custom attribute set on a parameter
+            # (`param._weight_type`) is whatever was stored there.
+            return Value(base.kind) if attr in _TENSOR_ATTRS or not attr.startswith("_") else V_UNKNOWN
         if base.kind == HOST:
             return V_HOST
         return V_UNKNOWN
@@ -613,7 +791,7 @@ class Inference:
             elif isinstance(inner, cst.Slice):
                 for part in (inner.lower, inner.upper, inner.step):
                     if part is not None:
-                        self.expr(part)
+                        self._sink_expr(part)
         if base.kind in (DEVICE, HOST_TENSOR):
             return Value(base.kind)
         if base.kind == MODULE_LIST:
@@ -653,7 +831,7 @@ class Inference:
             iter_value = self.expr(comp.iter)
             self.bind_target(comp.target, self._element_of(comp.iter, iter_value))
             for condition in comp.ifs:
-                self.expr(condition.test)
+                self._sink_expr(condition.test)
             comp = comp.inner_for_in
         if isinstance(node, cst.DictComp):
             self.expr(node.key)
@@ -663,7 +841,111 @@ class Inference:
         self.env = saved
         return V_UNKNOWN
 
+    def _sink_expr(self, node: cst.BaseExpression) -> Value:
+        value = self.expr(node)
+        self._sink(node, value)
+        return value
+
+    def _sink(self, node: cst.BaseExpression, value: Value) -> None:
+        """A place where a device value would be a finding (a test, a bound, a conversion):
+        with an unknown value there, facts about what it comes from could add one."""
+        if value.kind == UNKNOWN:
+            self.unknown_sinks += 1
+            self.wanted |= self._sources(node)
+
+    def _sources(self, node: cst.BaseExpression) -> set[str]:
+        """What an unknown value is computed from, as far as other functions could tell:
+        parameters (`p:`), calls of possibly linted functions (`c:`), `self` attributes (`a:`),
+        through the local assignments before it."""
+        found: set[str] = set()
+        nodes = [node, *iter_code(node)]
+        for sub in nodes:
+            kind = type(sub)
+            if kind is cst.Name:
+                name = sub.value
+                if name in self.deps:
+                    found |= self.deps[name]
+                elif name in self.param_defaults:
+                    found.add("p:" + name)
+            elif kind is cst.Call:
+                key = self.callee_key(sub.func)
+                if key is not None:
+                    found.add("c:" + key)
+            elif kind is cst.Attribute and isinstance(sub.value, cst.Name) and sub.value.value == "self":
+                found.add("a:" + sub.attr.value)
+            if len(found) > _MAX_SOURCES:
+                break
+        return found
+
+    def callee_key(self, func: cst.BaseExpression) -> str | None:
+        """How a call names a function that may be linted: `loc:name` (a function of this
+        file), `imp:pkg.mod.name` (imported), `self:Class.method`."""
+        qualified = self.imports.resolve(func)
+        if qualified is not None:
+            return None if qualified.startswith(_LIBRARY_PREFIXES) or "." not in qualified else "imp:" + qualified
+        root = dotted(func)
+        relative = self.imports.relative.get(root.partition(".")[0]) if root else None
+        if relative is not None:
+            rest = root.partition(".")[2]
+            return "imp:" + (f"{relative}.{rest}" if rest else relative)
+        if isinstance(func, cst.Name):
+            return "loc:" + func.value if func.value in self.facts.functions and func.value not in self.env else None
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and self.class_name is not None):
+            return f"self:{self.class_name}.{func.attr.value}"
+        return None
+
+    def _symbolic(self, node: cst.BaseExpression, value: Value) -> tuple:
+        """A value for a summary: its kind, or what it forwards when not known here (a
+        parameter passed on, the result of another linted call)."""
+        code = encode(value)
+        if code is not None:
+            return ("kind", code)
+        if isinstance(node, cst.Name) and node.value in self.param_defaults:
+            return ("param", node.value)
+        if isinstance(node, cst.Tuple) and node.elements and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+            return ("tuple", tuple(self._symbolic(e.value, self.out.of(e.value)) for e in node.elements))
+        if isinstance(node, cst.Call):
+            key = self.callee_key(node.func)
+            if key is not None:
+                return ("call", key)
+        return ("unknown",)
+
     def _call(self, node: cst.Call) -> Value:
+        value = self._call_value(node)
+        key = self.callee_key(node.func)
+        if key is None:
+            return value
+        positional_args: list = []
+        keyword_args: dict = {}
+        for arg in node.args:
+            if arg.star == "*":
+                keyword_args["*"] = ("unknown",)  # positions after it are not known
+                break
+            if arg.star == "**":
+                keyword_args["**"] = ("unknown",)  # any parameter not named may come from it
+            elif arg.keyword is None:
+                positional_args.append(self._symbolic(arg.value, self.out.of(arg.value)))
+            else:
+                keyword_args[arg.keyword.value] = self._symbolic(arg.value, self.out.of(arg.value))
+        self.calls[id(node)] = (key, positional_args, keyword_args)
+        advancing = self._advancing[-1] if self._advancing else frozenset()
+        if advancing:
+            def stepped(arg: cst.Arg) -> bool:
+                return (isinstance(arg.value, cst.Name) and arg.value.value in advancing
+                        and self.out.of(arg.value).kind not in (DEVICE, HOST_TENSOR))
+            plain = [a for a in node.args if not a.star]
+            positions = [i for i, a in enumerate(plain) if a.keyword is None and stepped(a)]
+            names = [a.keyword.value for a in plain if a.keyword is not None and stepped(a)]
+            if positions or names:
+                self.step_args[id(node)] = (key, positions, names)
+        if value.kind == UNKNOWN:
+            self.unknown_calls.add(key)
+            if self.external is not None and key in self.external.returns:
+                return decode(self.external.returns[key])
+        return value
+
+    def _call_value(self, node: cst.Call) -> Value:
         args = [self.expr(a.value) for a in node.args]
         func = node.func
         qualified = self.imports.resolve(func)
@@ -688,6 +970,8 @@ class Inference:
             short = qualified.rsplit(".", 1)[-1]
             if short in ("ModuleList", "Sequential", "ModuleDict"):
                 return V_MODULE_LIST
+            if qualified.startswith(_NUMPY_ARRAYS):
+                return V_HOST_TENSOR  # host memory, like a CPU tensor: indexing a device tensor copies it
             return V_UNKNOWN
         if qualified in _HOST_FUNCS:
             return V_HOST
@@ -727,6 +1011,9 @@ class Inference:
         return V_DEVICE
 
     def _builtin_or_local_call(self, node: cst.Call, name: str, args: list[Value]) -> Value:
+        if name in _SINK_BUILTINS:
+            for arg, value in zip(node.args, args):
+                self._sink(arg.value, value)
         if name in self.env:
             callee = self.env[name]
             if callee.kind in (MODULE, MODULE_LIST):
@@ -822,6 +1109,32 @@ def _tensor_result(args: list[Value]) -> Value:
     return V_DEVICE
 
 
+# Iterations of a loop body before the head is taken as it stands: each iteration moves at least
+# one name up a lattice of height four, and real loops settle in two or three.
+_LOOP_ITERATIONS = 6
+
+
+def join_loop(a: Value, b: Value) -> Value:
+    """The join at a loop head: a name that holds a device tensor on entry or after some
+    iteration holds one in some iteration of every run, so DEVICE wins over other kinds."""
+    if a == b:
+        return a
+    if a.kind == DEVICE and b.kind == DEVICE:
+        return Value(DEVICE, a.is_bool and b.is_bool)
+    if a.kind == DEVICE and b.kind != NONE:
+        return a
+    if b.kind == DEVICE and a.kind != NONE:
+        return b
+    return join(a, b)
+
+
+def _join_loop_envs(head: dict[str, Value], after: dict[str, Value]) -> dict[str, Value]:
+    merged = dict(head)
+    for name, value in after.items():
+        merged[name] = join_loop(merged[name], value) if name in merged else value
+    return merged
+
+
 def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
     merged = dict(a)
     for name, value in b.items():
@@ -849,6 +1162,7 @@ def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
         inference.block(stmt.body)
         for attr, value in inference.self_attrs.items():
             info.assign(attr, value)
+        info.advanced |= inference.advanced_attrs
         for call, name in _register_calls(stmt):
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
             if method in ("register_buffer", "register_parameter"):

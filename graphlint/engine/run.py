@@ -18,6 +18,7 @@ from graphlint.discovery import discover, relative_posix
 from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
+from graphlint.engine.interproc import refine
 from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
 from graphlint.report import StaticResult
 
@@ -60,6 +61,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     tasks = collect_tasks(paths, config)
     cache = Cache(cache_dir)
     files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points)
+    # Facts across functions: parameters from call sites, returns, inherited attributes.
+    files = refine(files, tasks, Path(config.root), cache, jobs or default_jobs())
     placements = None
     extra: dict[str, Any] = {}
     # `# graphlint: entry` on a def is an entry point too, with or without configured ones.

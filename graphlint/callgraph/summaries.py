@@ -1,0 +1,293 @@
+"""The project half of interprocedural inference: join the per-file summaries
+(graphlint.analysis.summaries) over the linted code and give each file the facts the rest of
+the code holds about it. A parameter gets a kind only when every call site that passes it
+agrees; a call gets its callee's return kind; a class inherits attribute kinds from its bases in
+other files and from what all its subclasses assign. Symbolic values (a parameter passed on,
+another call's result) are resolved by iterating to a fixpoint, with a bound.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from graphlint.callgraph.values import package_module
+
+# Each round resolves one more level of forwarding (a parameter passed on, a call returned);
+# real code settles in two or three.
+_ROUNDS = 8
+_BASE_DEPTH = 10
+_UNKNOWN = object()
+
+
+def _join(codes: Iterable[str]) -> str | None:
+    """All agree (a device bool and a device tensor are a device tensor), else nothing."""
+    result: str | None = None
+    for code in codes:
+        if result is None:
+            result = code
+        elif code != result:
+            if {code, result} <= {"device", "device_bool"}:
+                result = "device"
+            else:
+                return None
+    return result
+
+
+class _Index:
+    def __init__(self, files: Sequence[Mapping[str, Any]], root: Path):
+        self.modules: list[str] = []
+        self.summaries: list[dict] = []
+        self.functions: dict[tuple[str, str], tuple[int, dict]] = {}
+        self.classes: dict[tuple[str, str], tuple[int, dict]] = {}
+        self.by_module: dict[str, int] = {}
+        self.unparsed_calls: set[str] = set()
+        self._resolved: dict[tuple[str, str], Any] = {}
+        for index, file in enumerate(files):
+            self.unparsed_calls.update((file.get("extra") or {}).get("called_names", ()))
+            summary = (file.get("extra") or {}).get("summary") or {"functions": [], "classes": {}}
+            module = package_module(file["path"], root)
+            self.modules.append(module)
+            self.summaries.append(summary)
+            self.by_module.setdefault(module, index)
+            for function in summary["functions"]:
+                self.functions[(module, function["q"])] = (index, function)
+            for name, info in summary["classes"].items():
+                self.classes[(module, name)] = (index, info)
+
+    def _absolute(self, dotted: str, module: str) -> str:
+        """A relative import (`..pkg.name`) made absolute from the importing module."""
+        level = len(dotted) - len(dotted.lstrip("."))
+        if not level:
+            return dotted
+        package = module.split(".")[:-level] if module else []
+        rest = dotted[level:]
+        return ".".join([*package, rest] if rest else package)
+
+    def _split(self, dotted: str, table: Mapping[tuple[str, str], Any]) -> tuple[str, str] | None:
+        """`pkg.mod.Class.method` -> the (module, qualname) of a known entry."""
+        parts = dotted.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            key = (".".join(parts[:cut]), ".".join(parts[cut:]))
+            if key in table:
+                return key
+        return None
+
+    def function(self, key: str, module: str) -> tuple[int, dict] | None:
+        memo = self._resolved.get((key, module), _UNKNOWN)
+        if memo is _UNKNOWN:
+            memo = self._resolved[(key, module)] = self._function(key, module)
+        return memo
+
+    def _function(self, key: str, module: str) -> tuple[int, dict] | None:
+        kind, _, name = key.partition(":")
+        if kind == "loc":
+            return self.functions.get((module, name))
+        if kind == "imp":
+            found = self._split(self._absolute(name, module), self.functions)
+            return self.functions[found] if found else None
+        if kind == "self":
+            class_name, _, method = name.rpartition(".")
+            for owner_module, owner in self.lineage(module, class_name):
+                entry = self.functions.get((owner_module, f"{owner}.{method}"))
+                if entry is not None:
+                    return entry
+        return None
+
+    def base_class(self, text: str, module: str) -> tuple[str, str] | None:
+        kind, _, name = text.partition(":")
+        if kind == "loc":
+            return (module, name) if (module, name) in self.classes else None
+        if kind == "imp":
+            return self._split(self._absolute(name, module), self.classes)
+        return None
+
+    def lineage(self, module: str, class_name: str) -> list[tuple[str, str]]:
+        """The class and its linted bases, nearest first."""
+        found: list[tuple[str, str]] = []
+        queue = [(module, class_name)]
+        while queue and len(found) < _BASE_DEPTH:
+            key = queue.pop(0)
+            if key in found or key not in self.classes:
+                continue
+            found.append(key)
+            for base in self.classes[key][1]["bases"]:
+                resolved = self.base_class(base, key[0])
+                if resolved is not None:
+                    queue.append(resolved)
+        return found
+
+
+def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]]:
+    """For each file (in order), the facts its analysis may use: {"params": {qualname:
+    {param: kind}}, "returns": {callee key: kind}, "attrs": {class: {attr: kind}}}; an empty
+    dict where the rest of the code knows nothing more."""
+    index = _Index(files, root)
+    params: dict[tuple[str, str], dict[str, str]] = {}
+    returns: dict[tuple[str, str], str] = {}
+    # Every call site once: (caller module, caller key, callee key, args, kwargs, callee entry).
+    sites = []
+    for module, summary in zip(index.modules, index.summaries):
+        for function in summary["functions"]:
+            for key, args, kwargs in function["calls"]:
+                callee = index.function(key, module)
+                if callee is not None:
+                    sites.append((module, (module, function["q"]), key, args, kwargs, callee))
+
+    def resolve(value: Any, caller: tuple[str, str], module: str) -> Any:
+        tag = value[0]
+        if tag == "kind":
+            return value[1]
+        if tag == "param":
+            return params.get(caller, {}).get(value[1], _UNKNOWN)
+        if tag == "call":
+            callee = index.function(value[1], module)
+            if callee is None:
+                return _UNKNOWN
+            return returns.get((index.modules[callee[0]], callee[1]["q"]), _UNKNOWN)
+        if tag == "tuple":
+            parts = [resolve(part, caller, module) for part in value[1]]
+            if any(p is _UNKNOWN or p.startswith("tuple:") for p in parts):
+                return _UNKNOWN
+            return "tuple:" + ",".join("device" if p == "device_bool" else p for p in parts)
+        return _UNKNOWN
+
+    for _ in range(_ROUNDS):
+        passed: dict[tuple[str, str], dict[str, list]] = {}
+        for module, caller, key, args, kwargs, (callee_index, callee) in sites:
+            if callee["cls"] is not None and not key.startswith("self:"):
+                continue  # a method called through something else: the receiver is not mapped
+            target = (index.modules[callee_index], callee["q"])
+            names = [p[0] for p in callee["params"]]
+            given: dict[str, Any] = {}
+            for name, value in zip(names, args):
+                given[name] = value
+            for name, value in kwargs.items():
+                if name not in ("*", "**"):
+                    given[name] = value
+            slot = passed.setdefault(target, {})
+            for name, _local, default in callee["params"]:
+                if name in given:
+                    slot.setdefault(name, []).append(resolve(given[name], caller, module))
+                elif "*" in kwargs or "**" in kwargs or default not in ("none", "host"):
+                    slot.setdefault(name, []).append(_UNKNOWN)
+                elif default == "host":
+                    slot.setdefault(name, []).append("host")
+        new_params: dict[tuple[str, str], dict[str, str]] = {}
+        for target, by_name in passed.items():
+            if target[1].rpartition(".")[2] in index.unparsed_calls:
+                continue  # a file that was not parsed calls a function of this name
+            entry = index.functions[target][1]
+            local = {p[0]: p[1] for p in entry["params"]}
+            facts = {}
+            for name, values in by_name.items():
+                if local.get(name) is None and values and all(v is not _UNKNOWN for v in values):
+                    code = _join(values)
+                    if code is not None and code != "none":
+                        facts[name] = code
+            if facts:
+                new_params[target] = facts
+        new_returns: dict[tuple[str, str], str] = {}
+        for (module, qualname), (_, function) in index.functions.items():
+            values = [resolve(entry, (module, qualname), module) for entry in function["ret"]]
+            values = [v for v in values if v != "none"]
+            if values and all(v is not _UNKNOWN for v in values):
+                code = _join(values)
+                if code is not None:
+                    new_returns[(module, qualname)] = code
+        if new_params == params and new_returns == returns:
+            break
+        params, returns = new_params, new_returns
+
+    # Parameters some caller's loop advances between calls (a may-fact: one such caller is
+    # enough for the value to change from one step to the next).
+    steps: dict[tuple[str, str], set[str]] = {}
+    for module, summary in zip(index.modules, index.summaries):
+        for function in summary["functions"]:
+            for key, positions, names in function.get("steps", ()):
+                callee = index.function(key, module)
+                if callee is None or (callee[1]["cls"] is not None and not key.startswith("self:")):
+                    continue
+                params_in_order = [p[0] for p in callee[1]["params"]]
+                chosen = {params_in_order[i] for i in positions if i < len(params_in_order)}
+                chosen |= {n for n in names if n in params_in_order}
+                if chosen:
+                    steps.setdefault((index.modules[callee[0]], callee[1]["q"]), set()).update(chosen)
+
+    subclass_attrs = _subclass_attrs(index)
+    out: list[dict[str, Any]] = []
+    for file_index, (module, summary) in enumerate(zip(index.modules, index.summaries)):
+        facts: dict[str, Any] = {}
+        # Facts go only to functions where they can change a finding (see "sinks").
+        judged = [f for f in summary["functions"] if f.get("sinks")]
+        file_params = {}
+        for function in judged:
+            wanted = set(function.get("wanted", ()))
+            given = {p: c for p, c in params.get((module, function["q"]), {}).items()
+                     if "p:" + p in wanted and _adds_findings(c)}
+            if given:
+                file_params[function["q"]] = given
+        if file_params:
+            facts["params"] = file_params
+        file_steps = {f["q"]: sorted(steps[(module, f["q"])]) for f in summary["functions"] if (module, f["q"]) in steps}
+        if file_steps:
+            facts["steps"] = file_steps
+        file_returns = {}
+        for function in judged:
+            wanted = set(function.get("wanted", ()))
+            for key in function.get("unknown_calls", ()):
+                if "c:" + key not in wanted:
+                    continue
+                callee = index.function(key, module)
+                if callee is not None:
+                    code = returns.get((index.modules[callee[0]], callee[1]["q"]))
+                    if code is not None and _adds_findings(code):
+                        file_returns[key] = code
+        if file_returns:
+            facts["returns"] = dict(sorted(file_returns.items()))
+        file_attrs = {}
+        unknown_attrs: dict[str, set[str]] = {}
+        for function in judged:
+            if function["cls"] is not None:
+                wanted = set(function.get("wanted", ()))
+                unknown_attrs.setdefault(function["cls"], set()).update(
+                    a for a in function.get("unknown_attrs", ()) if "a:" + a in wanted)
+        for class_name, info in summary["classes"].items():
+            inherited: dict[str, str] = {}
+            for key in reversed(index.lineage(module, class_name)[1:]):
+                if index.classes[key][0] != file_index:  # same-file bases are joined by the file itself
+                    inherited.update(index.classes[key][1]["attrs"])
+            for attr, code in subclass_attrs.get((module, class_name), {}).items():
+                if attr not in info["attrs"]:
+                    inherited.setdefault(attr, code)
+            read = unknown_attrs.get(class_name, set())
+            inherited = {a: c for a, c in inherited.items()
+                         if info["attrs"].get(a) != c and a in read and _adds_findings(c)}
+            if inherited:
+                file_attrs[class_name] = dict(sorted(inherited.items()))
+        if file_attrs:
+            facts["attrs"] = file_attrs
+        out.append(facts)
+    return out
+
+
+def _adds_findings(code: str) -> bool:
+    """Rules report device values at the places a summary lists; a host fact there changes
+    nothing, so only facts that are (or make) device values are worth a second analysis."""
+    return code.startswith("device") or code == "module" or (code.startswith("tuple:") and "device" in code)
+
+
+def _subclass_attrs(index: _Index) -> dict[tuple[str, str], dict[str, str]]:
+    """Attributes every subclass that assigns them agrees on, for the base that only declares
+    them (`cache: Optional[Tensor] = None` in a base, a device tensor in each subclass)."""
+    seen: dict[tuple[str, str], dict[str, list[str]]] = {}
+    for (module, name), (_, info) in index.classes.items():
+        for base_key in index.lineage(module, name)[1:]:
+            slot = seen.setdefault(base_key, {})
+            for attr, code in info["attrs"].items():
+                slot.setdefault(attr, []).append(code)
+    result: dict[tuple[str, str], dict[str, str]] = {}
+    for key, by_attr in seen.items():
+        joined = {attr: code for attr, codes in by_attr.items() if (code := _join(codes)) is not None}
+        if joined:
+            result[key] = joined
+    return result

@@ -1,0 +1,157 @@
+"""Interprocedural rounds of the static check: after every file is analysed on its own (cached
+by content), join the summaries over the project (graphlint.callgraph.summaries) and analyse
+again only the files the rest of the code says something new about, with those facts. A
+re-analysis is cached by the file's content key plus the facts it consumed, so a warm run
+reads every round from the cache and stays as fast as before.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, Sequence
+
+from graphlint.analysis import suppressions
+from graphlint.analysis.file import analyze_source
+from graphlint.callgraph.summaries import solve
+from graphlint.engine.cache import Cache
+from graphlint.engine.fingerprints import finding_texts
+from graphlint.engine.pool import analysis_to_dict, gc_paused
+from graphlint.rules import ALL_RULES
+
+# New facts can enable more facts (a return that becomes known makes a caller's argument
+# known); each round re-analyses only the files whose facts changed.
+MAX_ROUNDS = 2
+# Below this much source to re-analyse, starting worker processes costs more than it saves.
+_PARALLEL_MIN_BYTES = 200_000
+
+
+def _analyse_with_facts(task: tuple[str, str, dict]) -> dict[str, Any]:
+    rel, full, facts = task
+    text = Path(full).read_bytes().decode("utf-8")
+    result = analyze_source(rel, text, ALL_RULES, external=facts, call_graph=False)
+    data = analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
+    if result.findings:
+        data["fingerprint_texts"] = [list(texts) for texts in finding_texts(text, result.findings)]
+    return data
+
+
+def _facts_key(file_key: str, facts: dict) -> str:
+    blob = file_key + "\0interproc\0" + json.dumps(facts, sort_keys=True)
+    return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
+
+
+def _run(todo: list[tuple[int, tuple[str, str, dict]]], jobs: int, sizes: dict[int, int]) -> dict[int, dict]:
+    total = sum(sizes.get(i, 0) for i, _ in todo)
+    if jobs > 1 and len(todo) > 1 and total >= _PARALLEL_MIN_BYTES:
+        context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
+        ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
+            results = pool.map(_analyse_with_facts, [task for _, task in ordered])
+            return {index: result for (index, _), result in zip(ordered, results)}
+    return {index: _analyse_with_facts(task) for index, task in todo}
+
+
+def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: Path, cache: Cache,
+           jobs: int, stats: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """`files`: the per-file analyses of `tasks` (same order). Returns them with the files
+    that other functions' facts change analysed again; the call facts of the first analysis
+    are kept for the call graph."""
+    if len(files) != len(tasks):
+        return files  # a file could not be read: keep the per-file results as they are
+    current = list(files)
+    used: list[dict] = [{} for _ in files]
+    keys = cache.file_keys if len(cache.file_keys) == len(files) else [""] * len(files)
+    rounds = reanalysed = 0
+    # A warm run: the same files give the same facts; read them and the re-analyses back.
+    project_key = _project_key(cache, keys, files, root)
+    stored = cache.get(project_key) if project_key else None
+    if stored is not None and len(stored.get("facts", ())) == len(files):
+        warm = _from_cache(files, stored["facts"], keys, cache)
+        if warm is not None:
+            if stats is not None:
+                stats["interprocedural"] = {"rounds": 0, "reanalysed": 0}
+            return warm
+    for _ in range(MAX_ROUNDS):
+        with gc_paused():
+            wanted = solve(current, root)
+        changed = [i for i, facts in enumerate(wanted) if facts != used[i] and not files[i].get("parse_error")
+                   and not files[i].get("skipped")]
+        if not changed:
+            break
+        rounds += 1
+        todo = []
+        for i in changed:
+            used[i] = wanted[i]
+            if not wanted[i]:
+                current[i] = files[i]  # back to what the file says on its own
+                continue
+            key = _facts_key(keys[i], wanted[i]) if keys[i] else ""
+            cached = cache.get(key) if key else None
+            if cached is not None:
+                current[i] = _with_calls(cached, files[i])
+            else:
+                todo.append((i, (tasks[i][0], tasks[i][1], wanted[i]), key))
+        sizes = {}
+        for i, (rel, full, _), _key in todo:
+            try:
+                sizes[i] = Path(full).stat().st_size
+            except OSError:
+                sizes[i] = 0
+        for i, result in _run([(i, task) for i, task, _ in todo], jobs, sizes).items():
+            key = next(k for j, _, k in todo if j == i)
+            if key:
+                cache.put(key, result)
+            current[i] = _with_calls(result, files[i])
+            reanalysed += 1
+    if stats is not None:
+        stats["interprocedural"] = {"rounds": rounds, "reanalysed": reanalysed}
+    if project_key:
+        cache.put(project_key, {"facts": used})
+    return current
+
+
+def _project_key(cache: Cache, keys: Sequence[str], files: Sequence[dict[str, Any]], root: Path) -> str:
+    """Every file's content key and path under one root: the facts depend on nothing else."""
+    if cache.folder is None or not all(keys):
+        return ""
+    parts = [cache.fingerprint, "interproc-facts", str(root.resolve())]
+    parts += [f"{key}:{file['path']}" for key, file in zip(keys, files)]
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def _from_cache(files: Sequence[dict[str, Any]], facts: Sequence[dict], keys: Sequence[str],
+                cache: Cache) -> list[dict[str, Any]] | None:
+    current = list(files)
+    for i, file_facts in enumerate(facts):
+        if file_facts:
+            cached = cache.get(_facts_key(keys[i], file_facts))
+            if cached is None:
+                return None
+            current[i] = _with_calls(cached, files[i])
+    return current
+
+
+# Summary fields that say where facts are wanted: read from the file alone, whatever facts
+# a later round filled in (else the second round would take back what the first gave).
+_OWN = ("sinks", "unknown_calls", "unknown_attrs", "wanted")
+
+
+def _with_calls(result: dict[str, Any], first: dict[str, Any]) -> dict[str, Any]:
+    """The re-analysis, with the call-graph facts of the first analysis (if it kept any)."""
+    merged = dict(result)
+    merged["extra"] = dict(result.get("extra") or {})
+    if "calls" in (first.get("extra") or {}):
+        merged["extra"]["calls"] = first["extra"]["calls"]
+    # Which functions facts may change is what the file says on its own (with facts, the
+    # places they fill in are no longer unknown).
+    own = {f["q"]: {k: f[k] for k in _OWN if k in f}
+           for f in ((first.get("extra") or {}).get("summary") or {}).get("functions", ())}
+    summary = merged["extra"].get("summary")
+    if summary:
+        merged["extra"]["summary"] = {**summary, "functions": [{**f, **own.get(f["q"], {})}
+                                                               for f in summary["functions"]]}
+    return merged
