@@ -136,8 +136,14 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
         target = None if runtime_target == "__default__" else runtime_target
         try:
             report.runtime = run_harness(target or config.runtime_target, None, None)
-        except UsageError as error:  # a target that cannot be loaded: exit 2, no traceback
-            fail(str(error))
+        except UsageError as error:  # a target that cannot be loaded: exit 2, the static half still reported
+            click.echo(f"graphlint: error: {error}", err=True)
+            report.runtime = {"verdict": "error", "error": str(error)}
+            report.errors.append(f"runtime: {error}")
+        else:
+            from graphlint.runtime.crosscheck import join
+
+            report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
                   show_suppressed=show_suppressed)
     if outcome is not None and not quiet:

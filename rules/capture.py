@@ -609,6 +609,12 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # The graph-safe form: the position is a device buffer, so `self.pos` is no Python scalar.
+        "class Step:\n    def __init__(self, device):\n        self.pos = torch.zeros(1, dtype=torch.long, device=device)\n"
+        "        self.cache = torch.zeros(8, device=device)\n"
+        "    def step(self):\n        return self.cache.index_select(0, self.pos % 8)\n",
+        # `pos` of unknown kind (set from outside the class) is not assumed to be a Python int.
+        "class Step:\n    def step(self, buf: torch.Tensor):\n        buf.fill_(self.pos)\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
@@ -618,6 +624,15 @@ class FrozenScalar(Rule):
         "class Attn:\n    def forward(self, x: torch.Tensor):\n        return self.freqs_cis[self.start_pos]\n",
         "def window(w: int, start_pos, device):\n    idxs = torch.full((1, w), -1, device=device)\n"
         "    n = min(start_pos + 1, w)\n    idxs[..., :n] = 0\n    return idxs\n",
+        # A host position kept on the object and set by prepare(), as the harness's planted
+        # target (tests/runtime/targets/frozen_scalar.py) does: the runtime saw it freeze.
+        "class Step:\n    def __init__(self, device):\n        self.pos = 0\n"
+        "        self.buf = torch.zeros(1, device=device)\n"
+        "    def prepare(self, step: int):\n        self.pos = step\n"
+        "    def step(self):\n        self.buf.fill_(self.pos)\n",
+        "class Step:\n    def __init__(self, device):\n        self.pos = 0\n"
+        "        self.cache = torch.arange(8.0, device=device)\n"
+        "    def step(self):\n        return self.cache[self.pos % 8 : self.pos % 8 + 1]\n",
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
@@ -677,8 +692,8 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context) -> tuple[set[str], 
     for node in _walk(function.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and node.attr.value in PER_STEP_NAMES \
-                and isinstance(node.value, cst.Name) and node.value.value == "self":
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+                and (node.attr.value in PER_STEP_NAMES or node.attr.value in _ANNOTATED_ONLY):
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
     # passes let loop-carried assignments settle.
@@ -707,6 +722,15 @@ _SCALAR_ARG_METHODS = frozenset({
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 
+def _per_step_attribute(node: cst.Attribute, ctx: Context) -> bool:
+    """`self.start_pos` (a per-step name that is no tensor), or `self.pos` known to hold a
+    Python scalar (the class assigns it host values only), as a parameter `pos: int` is."""
+    kind = ctx.value(node).kind
+    if node.attr.value in PER_STEP_NAMES:
+        return kind not in (DEVICE, HOST_TENSOR, MODULE)
+    return node.attr.value in _ANNOTATED_ONLY and kind == HOST
+
+
 def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
@@ -716,7 +740,7 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context) -> bool:
         if node.attr.value in _META:
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return node.attr.value in PER_STEP_NAMES and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
+            return _per_step_attribute(node, ctx)
         return _mentions(node.value, names, ctx)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""

@@ -51,7 +51,9 @@ def reference():
 def test_graph_safe_step_passes_with_zero_sync_events(graph_safe):
     code, runtime = graph_safe
     assert runtime["target"] == {"spec": "dsv4_model.target:graph_safe",
-                                 "options": {"config": "tiny", "batch": 1, "seed": 0}}
+                                 "options": {"config": "tiny", "batch": 1, "seed": 0},
+                                 "entry": {"path": "dsv4_model/target.py", "line": 40,
+                                           "qualname": "GraphSafeTarget.step"}}
     assert runtime["sync_events"] == []
     assert runtime["phases"]["sync"]["verdict"] == "pass"
     assert runtime["replay"]["hazards"] == []
