@@ -276,12 +276,19 @@ def list_rules(fmt: str) -> None:
 @main.command()
 @click.argument("rule")
 def explain(rule: str) -> None:
-    """Print one rule's documentation (by code or name)."""
+    """Print one rule's documentation (by code or name), or a runtime event or hazard kind's."""
     from graphlint.rules import BY_CODE, BY_NAME
 
     found = BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
     if found is None:
-        fail(f"unknown rule '{rule}' (see `graphlint rules`)")
+        from graphlint.runtime.kinds import explain as explain_kind
+
+        kind = explain_kind(rule)
+        if kind is not None:  # a runtime event or replay hazard kind
+            click.echo(f"{kind.name} (runtime {kind.source}, rule family {kind.family})\n")
+            click.echo(kind.docs())
+            return
+        fail(f"unknown rule or runtime kind '{rule}' (see `graphlint rules`)")
         return
     click.echo(f"{found.code} {found.name} ({found.family()}, {found.severity})\n")
     click.echo(found.docs())

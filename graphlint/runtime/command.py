@@ -94,7 +94,7 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
                               atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
         report = _report(runtime, [])
         if lint_sources:
-            _lint_and_join(report)
+            lint_and_join(report)
     except UsageError as exc:
         _fail(str(exc), output)
     except Exception as exc:  # an internal error: still leave a report behind
@@ -104,7 +104,7 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
     sys.exit(1 if report.summary()["verdict"] == "fail" else 0)
 
 
-def _lint_and_join(report) -> None:
+def lint_and_join(report) -> None:
     """`--lint`: the static half for the target's own files, and the cross-check of both."""
     from pathlib import Path
 
