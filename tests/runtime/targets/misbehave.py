@@ -73,3 +73,7 @@ def make(device, how: str = "ok"):
 
 def make_without_device(device):
     return NoDevice()
+
+
+def make_exiting(device):
+    return Misbehave(device, "sys_exit")
