@@ -794,7 +794,78 @@ class HostRandomOrClock(Rule):
             ctx.report(self, node, message=f"`{qualified}` inside the captured region: the capture freezes its value")
 
 
+class PerStepBranch(Rule):
+    """Flags `if`/`elif`/`while` and conditional expressions inside the captured region whose
+    test is a per-step Python scalar (a decode position or counter, as GL508 recognises them).
+
+    ## Why it breaks a CUDA graph
+    The test is evaluated once, on the host, at capture: the graph holds the branch taken then
+    and replays it at every step. The seeds' compressor boundary (`if (start_pos + 1) % ratio
+    == 0: compress()`) then compresses at every replay or never; no error is raised.
+
+    ## Example
+        should_compress = (start_pos + 1) % ratio == 0
+        if should_compress:
+            kv_all = torch.cat([...])
+
+    ## Use instead
+    Run the branch's work every step and select its effect with a device mask or position
+    (`torch.where(pos % ratio == ratio - 1, new, old)`, a write into slot `pos // ratio` that is
+    masked until the boundary), or capture one graph per branch and pick the graph on the host.
+
+    ## Known problems
+    Per-step values are recognised by name, as in GL508. A branch on a host-known flag or on a
+    shape is never flagged.
+    """
+
+    code = "GL511"
+    name = "per-step-branch"
+    message = "a branch on a per-step Python scalar inside the captured region: the capture freezes the branch it took"
+    fix = "compute both paths and select with a device mask (torch.where on a device position), or capture one graph per branch"
+    capture_only = True
+    VALID = [
+        # Host-known configuration and shapes are fine.
+        "def f(x: torch.Tensor, ratio: int):\n    if ratio > 1:\n        x = x * 2\n    return x\n",
+        "def f(x: torch.Tensor, start_pos: int):\n    if x.shape[0] > 1:\n        x = x[:1]\n    return x\n",
+        # The graph-safe boundary: the position is a device tensor, the branch a mask.
+        "def f(kv: torch.Tensor, new: torch.Tensor, pos: torch.Tensor, ratio: int):\n"
+        "    return torch.where(pos % ratio == ratio - 1, new, kv)\n",
+        # Outside the captured region (host orchestration) a per-step branch is expected.
+        "def prepare(state, start_pos: int):  # graphlint: host\n    if start_pos == 0:\n        state.reset()\n",
+    ]
+    INVALID = [
+        "def f(x: torch.Tensor, start_pos: int, ratio: int):\n    if (start_pos + 1) % ratio == 0:\n"
+        "        x = x * 2\n    return x\n",
+        # The reference port's compressor (dsv4_model/reference.py): the runtime sees the ops differ.
+        "class Compressor:\n    def forward(self, x: torch.Tensor, start_pos: int):\n"
+        "        should_compress = (start_pos + 1) % self.ratio == 0\n        if should_compress:\n"
+        "            x = torch.cat([x, x], dim=1)\n        return x\n",
+        "def f(x: torch.Tensor, step: int):\n    return x * 2 if step % 4 == 3 else x\n",
+        "class Attn:\n    def forward(self, x: torch.Tensor):\n        while self.cur_pos > 8:\n"
+        "            x = x * 0.5\n            break\n        return x\n",
+    ]
+
+    _per_step: set[str] = set()
+    _active = False  # module-level code runs before any function
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
+        self._per_step, self._active = _per_step_names(node, ctx)
+
+    def _check(self, test: cst.BaseExpression, ctx: Context) -> None:
+        if self._active and ctx.value(test).kind not in (DEVICE, HOST_TENSOR) and _mentions(test, self._per_step, ctx):
+            ctx.report(self, test)
+
+    def visit_If(self, node: cst.If, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+    def visit_While(self, node: cst.While, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+
 RULES = [GraphWithoutStream, StreamWithoutDevice, ReplayOutsideStream, SetDeviceForCapture, SynchronizeAroundReplay,
-         CrossDeviceCopy, FollowDeviceCopy, FrozenScalar, HostRandomOrClock, CaptureWithoutWarmup]
+         CrossDeviceCopy, FollowDeviceCopy, FrozenScalar, HostRandomOrClock, CaptureWithoutWarmup, PerStepBranch]
 
 __all__ = ["RULES", "PER_STEP_NAMES"]

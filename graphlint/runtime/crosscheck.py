@@ -43,6 +43,8 @@ class _Statements:
 
     def __init__(self, source: str | None):
         self.span: dict[int, tuple[int, int]] = {}
+        # line -> header spans of the if/while/for statements whose body holds it, innermost first
+        self.enclosing: dict[int, list[tuple[int, int]]] = {}
         if source is None:
             return
         try:
@@ -59,13 +61,24 @@ class _Statements:
                 decorators = getattr(node, "decorator_list", None) or []
                 first = min([first] + [d.lineno for d in decorators])
                 last = max(first, body[0].lineno - 1) if body[0].lineno > node.lineno else node.lineno
+                if isinstance(node, _BRANCHES):
+                    for line in range(last + 1, (node.end_lineno or last) + 1):
+                        self.enclosing.setdefault(line, []).append((first, last))
             spans.append((first, last))
+        for headers in self.enclosing.values():
+            headers.sort(key=lambda span: -span[0])  # innermost (latest header) first
         for first, last in sorted(spans, key=lambda s: s[0] - s[1]):  # largest first, innermost wins
             for line in range(first, last + 1):
                 self.span[line] = (first, last)
 
     def of(self, line: int) -> tuple[int, int]:
         return self.span.get(line, (line, line))
+
+    def branches_around(self, line: int) -> list[tuple[int, int]]:
+        return self.enclosing.get(line, [])
+
+
+_BRANCHES = (ast.If, ast.While, ast.For, ast.AsyncFor)
 
 
 def _family_of(source: str, record: dict) -> tuple[str, ...]:
@@ -93,13 +106,16 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
 
     statements: dict[str, _Statements] = {}
 
-    def statement(abs_path: str, line: int) -> tuple[int, int]:
+    def parsed(abs_path: str) -> _Statements:
         if abs_path not in statements:
             try:
                 statements[abs_path] = _Statements(Path(abs_path).read_text("utf-8"))
             except (OSError, UnicodeDecodeError):
                 statements[abs_path] = _Statements(None)
-        return statements[abs_path].of(line)
+        return statements[abs_path]
+
+    def statement(abs_path: str, line: int) -> tuple[int, int]:
+        return parsed(abs_path).of(line)
 
     rows = [f if isinstance(f, dict) else f.to_dict() for f in findings]
     rows = [f for f in rows if not str(f.get("rule", "")).startswith("GL9")]
@@ -117,7 +133,13 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
             continue
         where = absolute(runtime_root, path)
         families = _family_of(source, record)
-        hits = [n for n in by_statement.get((where, statement(where, line)), []) if rows[n]["rule"][:3] in families]
+        spans = [statement(where, line)]
+        if record["kind"] == "control-flow":
+            # The ops differ from the first op of the branch that ran: the test is in its header.
+            spans += parsed(where).branches_around(line)
+        hits = next(([n for n in by_statement.get((where, span), []) if rows[n]["rule"][:3] in families]
+                     for span in spans if any(rows[n]["rule"][:3] in families
+                                              for n in by_statement.get((where, span), []))), [])
         seen = {"source": source, "kind": record["kind"], "op": record.get("op"), "line": line,
                 "count": record.get("count", 1)}
         if hits:

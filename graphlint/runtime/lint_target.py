@@ -14,11 +14,12 @@ from graphlint.report import StaticResult
 
 
 def target_files(runtime: dict, root: Path) -> list[str]:
-    """Project files (relative to `root`) that the step executed, and the step's own file."""
+    """Project files (relative to `root`) that the step executed, the step's own file and the
+    files of the target's classes."""
     cwd = Path.cwd().resolve()
     found: set[str] = set()
     entry = (runtime.get("target") or {}).get("entry") or {}
-    for path in [*(runtime.get("executed") or {}), entry.get("path")]:
+    for path in [*(runtime.get("executed") or {}), entry.get("path"), *(entry.get("files") or [])]:
         if not isinstance(path, str) or not path.endswith(".py"):
             continue
         full = (cwd / path).resolve()

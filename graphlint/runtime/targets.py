@@ -172,6 +172,16 @@ def describe(target: Any) -> dict[str, Any]:
     code = getattr(method, "__code__", None)
     if code is None:
         return {}
+    # The files of the target's classes: attributes set in a base class's __init__ tell the linter
+    # which of them are device tensors.
+    files = []
+    for cls in type(target).__mro__:
+        try:
+            found = inspect.getsourcefile(cls)
+        except TypeError:  # builtins
+            continue
+        if found and sources.is_user_file(found) and sources.relative_path(found) not in files:
+            files.append(sources.relative_path(found))
     return {"path": sources.relative_path(code.co_filename), "line": code.co_firstlineno,
-            "qualname": getattr(method, "__qualname__", code.co_name)}
+            "qualname": getattr(method, "__qualname__", code.co_name), "files": files}
 
