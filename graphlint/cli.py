@@ -279,7 +279,7 @@ def explain(rule: str) -> None:
     """Print one rule's documentation (by code or name), or a runtime event or hazard kind's."""
     from graphlint.rules import BY_CODE, BY_NAME
 
-    found = BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
+    found = None if rule.startswith("runtime/") else BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
     if found is None:
         from graphlint.runtime.kinds import explain as explain_kind
 

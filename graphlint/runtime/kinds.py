@@ -1,6 +1,6 @@
 """What each runtime event kind and replay hazard kind means and how to fix it, as the rules' docs do.
 
-`graphlint explain KIND` prints an entry; the text view, the pytest plugin's assertion message and
+`graphlint explain KIND` (or `runtime/KIND`) prints an entry; the text view, the pytest plugin's assertion message and
 the cross-check use the `fix` line. The kinds are the `kind` of `runtime.sync_events` records
 (`catalog.KINDS`) and the `hazard` of `runtime.replay.hazards` records (`hazards.WHY`).
 """
@@ -97,4 +97,6 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
 
 
 def explain(name: str) -> Kind | None:
-    return KINDS.get(name)
+    """The kind named `name` or `runtime/name` (the SARIF rule id of runtime results; also the
+    way to reach `frozen-scalar`, which is a rule's name too)."""
+    return KINDS.get(name.removeprefix("runtime/"))
