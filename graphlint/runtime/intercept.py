@@ -390,7 +390,13 @@ class Interceptor:
     def on_call(self, func, args, kwargs):
         """A Python-level tensor call with a catalog entry (TorchFunctionMode)."""
         rule = _CALLS[func][self._slot]
-        fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+        # The condition may itself run tensor ops (`is_pinned()` for a pageable copy): they are
+        # the harness's, not the step's, so the dispatch mode does not record them.
+        self.in_handler = True
+        try:
+            fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+        finally:
+            self.in_handler = False
         self.py_call = (rule or _CALLS[func][0] or _CALLS[func][1]).name
         self.py_event = False
         try:
@@ -572,7 +578,7 @@ def _dispatch_mode(interceptor: Interceptor) -> TorchDispatchMode:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if self.it.rec is None:
+                if self.it.rec is None or self.it.in_handler:
                     return func(*args, **kwargs)
                 return self.it.on_op(func, args, kwargs)
 
