@@ -1,7 +1,8 @@
 """`graphlint runtime [TARGET]`: the click command around `run_harness`.
 
-Exit codes: 0 every phase passed or was skipped, 1 a phase failed, 2 the target could not be loaded
-(or another usage or internal error). The JSON report is written even on exit 2, with the error in it.
+Exit codes: 0 every phase passed or was skipped, 1 a phase failed (or, with --lint, a static error),
+2 the target could not be loaded (or another usage or internal error). The JSON report is written
+even on exit 2, with the error in it. `--lint` adds the static half and the cross-check.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """Run the runtime harness on the requested devices and assemble `Report.runtime`.
 
-`run_harness` is the one entry point (the `runtime` command and `check --runtime` call it). The
-per-device work is in `cpu_run.py` (emulation) and `cuda_run.py` (in a worker subprocess per
-device); this module picks devices, runs them, merges their results and gives each phase a verdict.
+`run_harness` is the one entry point (the `runtime` command, `check --runtime` and the pytest
+plugin call it). The per-device work is in `cpu_run.py` (emulation) and `cuda_run.py`, each run in
+a worker subprocess per device (`worker.py`); this module picks devices, runs them, merges their
+results and gives each phase a verdict, placing a worker's death in the phase it happened in.
 """
 from __future__ import annotations
 
