@@ -41,8 +41,7 @@ class Misbehave(StaticStep):
         if how == "segfault":
             ctypes.string_at(0)  # PLANTED: segfault
         if how == "hang":
-            while True:  # PLANTED: hang
-                pass
+            while True: pass  # noqa: E701  # PLANTED: hang (one line: its stack has one line number)
         if how == "thread" and not hasattr(self, "thread"):
             self.thread = threading.Thread(target=_linger, name="lingering")  # PLANTED: thread
             self.thread.start()
