@@ -5,7 +5,7 @@ class modelled on the seeds' audit of a decode path (green / red-scalar / struct
   host-branch    a GL2 finding               dynamic-shape  a GL3 finding
   frozen-scalar  a per-step Python scalar    allocates      a GL4 finding (per-step allocation)
                  frozen into the capture     cross-device   a copy to another device
-                 (GL508, GL509, GL404)       capture-hygiene  a capture/replay orchestration finding
+                 (GL508, GL509, GL404, GL511) capture-hygiene  a capture/replay orchestration finding
   eager          an eager break (by design)  host           outside the graph by design
 
 The verdict: every reachable `captured` function is capturable (exit 0) or not (exit 1).
@@ -31,7 +31,7 @@ CLASS_ORDER = ["sync", "host-branch", "dynamic-shape", "frozen-scalar", "cross-d
 ALL_CLASSES = [CAPTURABLE, *CLASS_ORDER, "eager", "host"]
 _BY_FAMILY = {"1": "sync", "2": "host-branch", "3": "dynamic-shape", "4": "allocates", "5": "capture-hygiene"}
 _BY_RULE = {"GL404": "frozen-scalar", "GL508": "frozen-scalar", "GL509": "frozen-scalar",
-            "GL506": "cross-device", "GL507": "cross-device"}
+            "GL506": "cross-device", "GL507": "cross-device", "GL511": "frozen-scalar"}
 
 
 class AuditError(Exception):

@@ -17,40 +17,10 @@ import click
 from graphlint import __version__
 from graphlint.config import Config, ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
-from graphlint.report import Report, dumps, write_atomic
+from graphlint.report import Report, write_atomic
+from graphlint.views.output import render_report
 
 FORMATS = ["text", "json", "sarif", "github"]
-
-
-def render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool = False,
-                  statistics: bool = False, show_suppressed: bool = False) -> None:
-    """Write the report in one format, to a file (atomically) or stdout."""
-    if fmt == "json":
-        text = dumps(report)
-    elif fmt == "sarif":
-        from graphlint.views.sarif import to_sarif
-
-        text = to_sarif(report)
-    elif fmt == "github":
-        from graphlint.views.github import to_annotations
-
-        text = to_annotations(report)
-    else:
-        buffer = io.StringIO() if output else sys.stdout
-        from graphlint.views.text import render
-
-        render(report, buffer, root, quiet=quiet, statistics=statistics, show_suppressed=show_suppressed,
-               color=None if not output else False)
-        if not output:
-            return
-        text = buffer.getvalue()
-    if output:
-        write_atomic(output, text)
-        summary = report.summary()
-        click.echo(f"graphlint: wrote {output} ({summary['verdict']}: {summary['errors']} errors, "
-                   f"{summary['warnings']} warnings)", err=True)
-    else:
-        sys.stdout.write(text)
 
 
 def exit_code(report: Report) -> int:
@@ -125,8 +95,14 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
                 from graphlint.runtime.compile_report import run_phase
 
                 run_phase(report.runtime)
-        except UsageError as error:  # a target that cannot be loaded: exit 2, no traceback
-            fail(str(error))
+        except UsageError as error:  # a target that cannot be loaded: exit 2, the static half still reported
+            click.echo(f"graphlint: error: {error}", err=True)
+            report.runtime = {"verdict": "error", "error": str(error)}
+            report.errors.append(f"runtime: {error}")
+        else:
+            from graphlint.runtime.crosscheck import join
+
+            report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
                   show_suppressed=show_suppressed)
     if outcome is not None and not quiet:
@@ -259,12 +235,19 @@ def list_rules(fmt: str) -> None:
 @main.command()
 @click.argument("rule")
 def explain(rule: str) -> None:
-    """Print one rule's documentation (by code or name)."""
+    """Print one rule's documentation (by code or name), or a runtime event or hazard kind's."""
     from graphlint.rules import BY_CODE, BY_NAME
 
-    found = BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
+    found = None if rule.startswith("runtime/") else BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
     if found is None:
-        fail(f"unknown rule '{rule}' (see `graphlint rules`)")
+        from graphlint.runtime.kinds import explain as explain_kind
+
+        kind = explain_kind(rule)
+        if kind is not None:  # a runtime event or replay hazard kind
+            click.echo(f"{kind.name} (runtime {kind.source}, rule family {kind.family})\n")
+            click.echo(kind.docs())
+            return
+        fail(f"unknown rule or runtime kind '{rule}' (see `graphlint rules`)")
         return
     click.echo(f"{found.code} {found.name} ({found.family()}, {found.severity})\n")
     click.echo(found.docs())

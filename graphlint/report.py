@@ -95,6 +95,8 @@ class Report:
     # captures, replay, bench, phases, verdict}; a phase verdict of "fail" fails the report.
     runtime: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
+    # The join of both halves (graphlint.runtime.crosscheck): present only when both ran.
+    crosscheck: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         errors = warnings = suppressed = 0
@@ -123,6 +125,7 @@ class Report:
             "config": self.config,
             "static": None if self.static is None else self.static.to_dict(),
             "runtime": self.runtime,
+            "crosscheck": self.crosscheck,
             "errors": self.errors,
             "summary": self.summary(),
         }
@@ -147,6 +150,7 @@ class Report:
             static=static,
             runtime=data.get("runtime"),
             errors=list(data.get("errors", [])),
+            crosscheck=data.get("crosscheck") if isinstance(data.get("crosscheck"), dict) else None,
         )
 
 

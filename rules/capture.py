@@ -629,6 +629,12 @@ class FrozenScalar(Rule):
         "        self._num_real = 0\n    def append(self, new_data):\n        n = len(new_data)\n"
         "        self._data = np.pad(self._data, (0, n))\n        self._data[self._num_real:self._num_real + n] = new_data\n"
         "        self._num_real += n\n    def get_real(self):\n        return self._data[:self._num_real]\n",
+        # The graph-safe form: the position is a device buffer, so `self.pos` is no Python scalar.
+        "class Step:\n    def __init__(self, device):\n        self.pos = torch.zeros(1, dtype=torch.long, device=device)\n"
+        "        self.cache = torch.zeros(8, device=device)\n"
+        "    def step(self):\n        return self.cache.index_select(0, self.pos % 8)\n",
+        # `pos` of unknown kind (set from outside the class) is not assumed to be a Python int.
+        "class Step:\n    def step(self, buf: torch.Tensor):\n        buf.fill_(self.pos)\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
@@ -648,6 +654,15 @@ class FrozenScalar(Rule):
         "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
         "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    offset = 0\n    for _ in range(n):\n"
         "        decode_one(cache, kv, offset)\n        offset += 1\n",
+        # A host position kept on the object and set by prepare(), as the harness's planted
+        # target (tests/runtime/targets/frozen_scalar.py) does: the runtime saw it freeze.
+        "class Step:\n    def __init__(self, device):\n        self.pos = 0\n"
+        "        self.buf = torch.zeros(1, device=device)\n"
+        "    def prepare(self, step: int):\n        self.pos = step\n"
+        "    def step(self):\n        self.buf.fill_(self.pos)\n",
+        "class Step:\n    def __init__(self, device):\n        self.pos = 0\n"
+        "        self.cache = torch.arange(8.0, device=device)\n"
+        "    def step(self):\n        return self.cache[self.pos % 8 : self.pos % 8 + 1]\n",
     ]
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
@@ -720,8 +735,8 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
     for node in _walk(function.body):
         if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and _per_step_attr(node.attr.value, ctx, by_name) \
-                and isinstance(node.value, cst.Name) and node.value.value == "self":
+        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+                and (_per_step_attr(node.attr.value, ctx, by_name) or node.attr.value in _ANNOTATED_ONLY):
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
     # passes let loop-carried assignments settle.
@@ -755,6 +770,16 @@ def _per_step_attr(attr: str, ctx: Context, by_name: bool = False) -> bool:
     return attr in PER_STEP_NAMES or (not by_name and attr in getattr(ctx.facts, "per_step_attrs", ()))
 
 
+def _per_step_attribute(node: cst.Attribute, ctx: Context, by_name: bool = False) -> bool:
+    """`self.start_pos` or an attribute the class advances (no tensor either), or `self.pos`
+    known to hold a Python scalar (the class assigns it host values only), as a parameter
+    `pos: int` is."""
+    kind = ctx.value(node).kind
+    if _per_step_attr(node.attr.value, ctx, by_name):
+        return kind not in (DEVICE, HOST_TENSOR, MODULE)
+    return node.attr.value in _ANNOTATED_ONLY and kind == HOST
+
+
 def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = False) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
@@ -764,7 +789,7 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = 
         if node.attr.value in _META:
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
-            return _per_step_attr(node.attr.value, ctx, by_name) and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE)
+            return _per_step_attribute(node, ctx, by_name)
         return _mentions(node.value, names, ctx, by_name)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""
@@ -818,7 +843,78 @@ class HostRandomOrClock(Rule):
             ctx.report(self, node, message=f"`{qualified}` inside the captured region: the capture freezes its value")
 
 
+class PerStepBranch(Rule):
+    """Flags `if`/`elif`/`while` and conditional expressions inside the captured region whose
+    test is a per-step Python scalar (a decode position or counter, as GL508 recognises them).
+
+    ## Why it breaks a CUDA graph
+    The test is evaluated once, on the host, at capture: the graph holds the branch taken then
+    and replays it at every step. The seeds' compressor boundary (`if (start_pos + 1) % ratio
+    == 0: compress()`) then compresses at every replay or never; no error is raised.
+
+    ## Example
+        should_compress = (start_pos + 1) % ratio == 0
+        if should_compress:
+            kv_all = torch.cat([...])
+
+    ## Use instead
+    Run the branch's work every step and select its effect with a device mask or position
+    (`torch.where(pos % ratio == ratio - 1, new, old)`, a write into slot `pos // ratio` that is
+    masked until the boundary), or capture one graph per branch and pick the graph on the host.
+
+    ## Known problems
+    Per-step values are recognised by name, as in GL508. A branch on a host-known flag or on a
+    shape is never flagged.
+    """
+
+    code = "GL511"
+    name = "per-step-branch"
+    message = "a branch on a per-step Python scalar inside the captured region: the capture freezes the branch it took"
+    fix = "compute both paths and select with a device mask (torch.where on a device position), or capture one graph per branch"
+    capture_only = True
+    VALID = [
+        # Host-known configuration and shapes are fine.
+        "def f(x: torch.Tensor, ratio: int):\n    if ratio > 1:\n        x = x * 2\n    return x\n",
+        "def f(x: torch.Tensor, start_pos: int):\n    if x.shape[0] > 1:\n        x = x[:1]\n    return x\n",
+        # The graph-safe boundary: the position is a device tensor, the branch a mask.
+        "def f(kv: torch.Tensor, new: torch.Tensor, pos: torch.Tensor, ratio: int):\n"
+        "    return torch.where(pos % ratio == ratio - 1, new, kv)\n",
+        # Outside the captured region (host orchestration) a per-step branch is expected.
+        "def prepare(state, start_pos: int):  # graphlint: host\n    if start_pos == 0:\n        state.reset()\n",
+    ]
+    INVALID = [
+        "def f(x: torch.Tensor, start_pos: int, ratio: int):\n    if (start_pos + 1) % ratio == 0:\n"
+        "        x = x * 2\n    return x\n",
+        # The reference port's compressor (dsv4_model/reference.py): the runtime sees the ops differ.
+        "class Compressor:\n    def forward(self, x: torch.Tensor, start_pos: int):\n"
+        "        should_compress = (start_pos + 1) % self.ratio == 0\n        if should_compress:\n"
+        "            x = torch.cat([x, x], dim=1)\n        return x\n",
+        "def f(x: torch.Tensor, step: int):\n    return x * 2 if step % 4 == 3 else x\n",
+        "class Attn:\n    def forward(self, x: torch.Tensor):\n        while self.cur_pos > 8:\n"
+        "            x = x * 0.5\n            break\n        return x\n",
+    ]
+
+    _per_step: set[str] = set()
+    _active = False  # module-level code runs before any function
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
+        self._per_step, self._active = _per_step_names(node, ctx)
+
+    def _check(self, test: cst.BaseExpression, ctx: Context) -> None:
+        if self._active and ctx.value(test).kind not in (DEVICE, HOST_TENSOR) and _mentions(test, self._per_step, ctx):
+            ctx.report(self, test)
+
+    def visit_If(self, node: cst.If, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+    def visit_While(self, node: cst.While, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+    def visit_IfExp(self, node: cst.IfExp, ctx: Context) -> None:
+        self._check(node.test, ctx)
+
+
 RULES = [GraphWithoutStream, StreamWithoutDevice, ReplayOutsideStream, SetDeviceForCapture, SynchronizeAroundReplay,
-         CrossDeviceCopy, FollowDeviceCopy, FrozenScalar, HostRandomOrClock, CaptureWithoutWarmup]
+         CrossDeviceCopy, FollowDeviceCopy, FrozenScalar, HostRandomOrClock, CaptureWithoutWarmup, PerStepBranch]
 
 __all__ = ["RULES", "PER_STEP_NAMES"]

@@ -5,7 +5,7 @@ graph follows plain calls and imports, `self.method()`, submodules assigned in `
 called (`self.attn(x)` reaches `Attention.forward`), module lists iterated (`for layer in
 self.layers: layer(x)`), `super().forward`, and functions passed as arguments. Nothing is
 imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated lazily, once
-every file is known, by graphlint.callgraph_values. A call whose target cannot be determined is listed in `unresolved`
+every file is known, by graphlint.callgraph.values. A call whose target cannot be determined is listed in `unresolved`
 with the reason, never guessed; calls into libraries (torch, the standard library) are not
 listed. Regions: entry points and their callees are `captured`; an `eager` function and what
 only it reaches are `eager`; a `host` function is `host` and is not followed; the rest is

@@ -1,7 +1,7 @@
 """Symbolic values of the call graph: what a name, an attribute or a call in the linted code
 may hold (an instance of a linted class, a function, a list of modules, a library object, a
 value from a project module outside the lint, or something unknown), evaluated lazily from
-the per-file facts of graphlint.callgraph_facts. Nothing is imported or run.
+the per-file facts of graphlint.analysis.call_facts. Nothing is imported or run.
 
 A value is a tuple whose first item is its tag:
   (INST, class) (CLS, class) (FN, function, self_class) (SUPER, start_class, self_class)

@@ -1,7 +1,8 @@
 """`graphlint runtime [TARGET]`: the click command around `run_harness`.
 
-Exit codes: 0 every phase passed or was skipped, 1 a phase failed, 2 the target could not be loaded
-(or another usage or internal error). The JSON report is written even on exit 2, with the error in it.
+Exit codes: 0 every phase passed or was skipped, 1 a phase failed (or, with --lint, a static error),
+2 the target could not be loaded (or another usage or internal error). The JSON report is written
+even on exit 2, with the error in it. `--lint` adds the static half and the cross-check.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import click
 
 from graphlint.runtime.harness import run_harness
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
+from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
 __all__ = ["runtime_command", "run_harness"]
 
@@ -26,6 +28,17 @@ def _report(runtime: dict | None, errors: list[str]):
 def _emit(report, fmt: str, output: str | None) -> None:
     from graphlint.report import dumps, write_atomic
 
+    if report.static is not None or fmt in ("sarif", "github"):
+        # Both halves (--lint): the views of `graphlint check`.
+        from pathlib import Path
+
+        from graphlint.views.output import render_report
+
+        if output and fmt != "json":
+            write_atomic(output, dumps(report))  # -o is the JSON report; the view goes to stdout
+            output = None
+        render_report(report, fmt, output, Path.cwd())
+        return
     text = dumps(report)
     if output:
         write_atomic(output, text)
@@ -47,7 +60,8 @@ def _emit(report, fmt: str, output: str | None) -> None:
               help="Steps to replay and compare (default 300 on CUDA; 8 traced steps on the CPU emulation).")
 @click.option("--sync-mode", type=click.Choice(["warn", "error"]), default="warn", show_default=True,
               help="warn: record every sync; error: stop at the first one and name it.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "github"]), default="text",
+              show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the JSON report here (atomically).")
 @click.option("--option", "raw_options", multiple=True, metavar="KEY=VALUE",
               help="Passed to the target's factory; repeatable. Numbers and true/false are parsed.")
@@ -55,6 +69,11 @@ def _emit(report, fmt: str, output: str | None) -> None:
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance (0 and 0: bit-exact).")
 @click.option("--reference", is_flag=True, help=f"Run the known-bad reference port ({REFERENCE_TARGET}).")
 @click.option("--no-bench", is_flag=True, help="Skip the eager vs replay benchmark.")
+@click.option("--timeout", "step_timeout", type=click.FloatRange(min=0), default=DEFAULT_STEP_TIMEOUT_S,
+              show_default=True, metavar="SECONDS",
+              help="Longest one call into the target (factory, reset, prepare, step) may run; 0: no limit.")
+@click.option("--lint", "lint_sources", is_flag=True,
+              help="Also lint the target's own source files (step() as the entry point) and cross-check both halves.")
 @click.option("--compile", "compile_step", is_flag=True,
               help='Also run the step through torch.compile(mode="reduce-overhead"): graph breaks, recompiles, '
                    "CUDA-graph skips and outputs vs eager, at the user's lines.")
@@ -62,7 +81,8 @@ def _emit(report, fmt: str, output: str | None) -> None:
               show_default=True, help="inductor = mode reduce-overhead; aot_eager/eager check dynamo only (faster).")
 def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
                     output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
-                    no_bench: bool, compile_step: bool = False, compile_backend: str = "inductor") -> None:
+                    no_bench: bool, step_timeout: float, lint_sources: bool, compile_step: bool = False,
+                    compile_backend: str = "inductor") -> None:
     """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
 
     TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
@@ -78,18 +98,38 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
         except ImportError as exc:
             raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint[runtime]'") from None
         runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
-                              atol=atol, rtol=rtol, bench=not no_bench)
+                              atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
         if compile_step:
             from graphlint.runtime.compile_report import run_phase
 
             run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench)
+        report = _report(runtime, [])
+        if lint_sources:
+            lint_and_join(report)
     except UsageError as exc:
         _fail(str(exc), output)
     except Exception as exc:  # an internal error: still leave a report behind
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         _fail(f"internal error: {detail}", output, trace=traceback.format_exc())
-    _emit(_report(runtime, []), fmt, output)
-    sys.exit(1 if runtime["verdict"] == "fail" else 0)
+    _emit(report, fmt, output)
+    sys.exit(1 if report.summary()["verdict"] == "fail" else 0)
+
+
+def lint_and_join(report) -> None:
+    """`--lint`: the static half for the target's own files, and the cross-check of both."""
+    from pathlib import Path
+
+    from graphlint.config import ConfigError, load
+    from graphlint.runtime import crosscheck, lint_target
+
+    try:
+        config = load(None)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    report.config = {**config.to_dict(), "checked": lint_target.target_files(report.runtime, config.root.resolve())}
+    report.static = lint_target.lint(report.runtime, config)
+    report.crosscheck = crosscheck.join(report.static.findings, report.runtime, config.root, Path.cwd(),
+                                        report.static.files)
 
 
 def _fail(message: str, output: str | None, trace: str | None = None) -> None:

@@ -15,14 +15,16 @@ import torch
 
 from graphlint.runtime import hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor
+from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) of the bundled model
 BENCH_STEPS = 10
 
 
-def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
+def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) -> dict:
     """Run all phases on the CPU for `spec` (see harness.run_harness); returns the device result.
 
+    `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
     Raises targets.TargetError when the target cannot be imported or built.
     """
     # A decode step's tensors are small: intra-op threads only contend (5-10x slower steps on a
@@ -30,42 +32,56 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run(spec, on_phase)
+        return _run(spec, on_phase, guard)
     finally:
         torch.set_num_threads(threads)
 
 
-def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
+def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     device = torch.device("cpu")
     factory = targets.load_factory(spec["target"])
-    target = targets.build(factory, device, spec["options"])
+    target = targets.build(factory, device, spec["options"], guard=guard)
     steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
-    result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {}}
-    report = on_phase or (lambda _r: None)
+    result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {},
+                    "entry": targets.describe(target)}
+    written = on_phase or (lambda _r: None)
 
+    def report(running: str | None) -> None:
+        # `running` names the phase in progress, so a worker that dies can be placed.
+        result["running"] = running
+        written(result)
+
+    report("warm-up")
     started = time.perf_counter()
     # Untraced steps run with torch.cuda.synchronize() & co. made no-ops, as traced ones do.
     untraced = Interceptor(device, emulate=True).patched_sync_calls
+    call = "reset"
     try:
         with untraced():
             target.reset()
+            call = "prepare"
             target.prepare(0)
+            call = "step"
             target.step()
     except Exception as exc:
-        result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc)}
-        report(result)
+        result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc, call=call)}
+        report(None)
         return result
     result["timings"]["warm-up"] = time.perf_counter() - started
+    report("sync")
 
     started = time.perf_counter()
     stop_first = spec.get("sync_mode") == "error"
-    traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True, stop_at_first=stop_first), steps)
+    executed = LineRecorder()
+    traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True, stop_at_first=stop_first), steps,
+                                          lines=executed)
     result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
+    result["executed"] = executed.as_report()
     if stop_first:
         # Error mode stops at the first event; the other phases need whole steps.
         traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True), steps)
     result["timings"]["sync"] = time.perf_counter() - started
-    report(result)
+    report("allocation")
 
     result["allocation"] = tracing.allocation_summary(traces)
     found = hazards.compare(traces, target)
@@ -76,6 +92,9 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
         "error": stopped if stopped and not stop_first else None,
         "note": "no CUDA: replay predicted by comparing the op traces of consecutive eager steps",
     }
+    returned = next((t.no_tensor for t in traces if t.error is None and t.no_tensor), None)
+    if returned:
+        result["replay"]["problems"] = [returned]
     causes = [tracing.cause(e) for e in result["sync"]["events"]] + [
         tracing.cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
     ]
@@ -86,26 +105,33 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None) -> dict:
         "causes": causes[:10],
         "note": "a real capture needs CUDA; the prediction fails on any sync event or work on another device",
     }
-    report(result)
 
     if spec.get("bench", True):
+        report("bench")
         started = time.perf_counter()
         with untraced():
-            result["bench"] = bench(target, min(steps, BENCH_STEPS))
+            result["bench"] = bench(target, min(steps, BENCH_STEPS), device)
         result["timings"]["bench"] = time.perf_counter() - started
-    report(result)
+    report(None)
     return result
 
 
-def bench(target: Any, steps: int) -> dict:
-    """Median eager wall time of `step()` on the CPU (prepare() is not timed)."""
-    target.reset()
+def bench(target: Any, steps: int, device: torch.device) -> dict:
+    """Median eager wall time of `step()` on the CPU (prepare() is not timed); a call that
+    raises is the phase's error."""
     times = []
-    for i in range(steps):
-        target.prepare(i)
-        started = time.perf_counter()
-        target.step()
-        times.append(time.perf_counter() - started)
+    call = "reset"
+    try:
+        target.reset()
+        for i in range(steps):
+            call = "prepare"
+            target.prepare(i)
+            call = "step"
+            started = time.perf_counter()
+            target.step()
+            times.append(time.perf_counter() - started)
+    except Exception as exc:
+        return {"device": str(device), "error": tracing.step_error(len(times), exc, call=call)}
     eager = statistics.median(times) * 1e3 if times else None
-    return {"device": str(target.device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
+    return {"device": str(device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
             "note": "replay n/a without CUDA; eager on one intra-op thread"}

@@ -20,7 +20,8 @@ from typing import Any, Callable
 import torch
 
 from graphlint.runtime import catalog, hazards, targets, tracing
-from graphlint.runtime.intercept import Interceptor, tensors_of
+from graphlint.runtime.intercept import Interceptor, no_tensor_output, tensors_of
+from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
 TRACE_STEPS = 8
@@ -70,8 +71,10 @@ def _to_host(out) -> list[torch.Tensor]:
     return [t.detach().to("cpu", copy=True) for t in tensors_of(out)]
 
 
-def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
+def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) -> dict:
     """Run all phases on `spec["device"]`; returns the device result (see harness.merge).
+
+    `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
 
     Raises targets.TargetError when the target cannot be imported or built. Any other failure is
     recorded in the phase it happened in, and the phases after it still run where they can.
@@ -80,11 +83,11 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None) -> dict:
     report = on_phase or (lambda _r: None)
     with torch.cuda.device(device):
         factory = targets.load_factory(spec["target"])
-        target = targets.build(factory, device, spec["options"])
+        target = targets.build(factory, device, spec["options"], guard=guard)
         steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
-                        "name": torch.cuda.get_device_name(device)}
+                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target)}
         runner = _DeviceRun(target, device, stream, steps, spec, result, report)
         runner.all_phases()
     return result
@@ -141,8 +144,10 @@ class _DeviceRun:
     def sync_phase(self) -> None:
         mode = self.spec.get("sync_mode", "warn")
         it = Interceptor(self.device, emulate=False, stop_at_first=mode == "error")
+        executed = LineRecorder()
         with torch.cuda.stream(self.stream), sync_debug(it, mode):
-            traces, stopped = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps))
+            traces, stopped = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps), lines=executed)
+        self.result["executed"] = executed.as_report()
         torch.cuda.synchronize(self.device)
         if stopped and mode == "error" and SYNC_MESSAGE in stopped["error"]:
             # torch's error mode raised inside the op: name it like a warning would have.
@@ -260,6 +265,10 @@ class _DeviceRun:
             return
         if eager is None:
             replay.update(verdict="fail", reason="the eager reference run failed", error=self.result.get("eager_error"))
+            return
+        returned = no_tensor_output(static_out)
+        if returned:
+            replay.update(verdict="fail", reason=returned, problems=[returned])
             return
         atol, rtol = float(replay["atol"]), float(replay["rtol"])
         current = torch.cuda.current_stream(self.device)

@@ -1,8 +1,9 @@
 """Run the runtime harness on the requested devices and assemble `Report.runtime`.
 
-`run_harness` is the one entry point (the `runtime` command and `check --runtime` call it). The
-per-device work is in `cpu_run.py` (emulation) and `cuda_run.py` (in a worker subprocess per
-device); this module picks devices, runs them, merges their results and gives each phase a verdict.
+`run_harness` is the one entry point (the `runtime` command, `check --runtime` and the pytest
+plugin call it). The per-device work is in `cpu_run.py` (emulation) and `cuda_run.py`, each run in
+a worker subprocess per device (`worker.py`); this module picks devices, runs them, merges their
+results and gives each phase a verdict, placing a worker's death in the phase it happened in.
 """
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from graphlint.runtime import targets
 from graphlint.runtime.targets import TargetError, UsageError
+from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
 # The device runners' own step names (result["phase_errors"]) behind each phase.
@@ -60,27 +62,34 @@ def run_harness(
     atol: float = 0.0,
     rtol: float = 0.0,
     bench: bool = True,
-    isolate: bool | None = None,
+    isolate: bool = True,
+    step_timeout: float | None = DEFAULT_STEP_TIMEOUT_S,
 ) -> dict:
     """Run every phase on every requested device and return the `Report.runtime` dict.
 
     `target` is `module:callable`, `file.py:callable`, a shorthand ("reference", "graph-safe") or
     None for the bundled graph-safe step. `steps` defaults to 300 on CUDA and 8 traced steps on the
-    CPU emulation. Comparison is bit-exact unless `atol`/`rtol` are given. CUDA devices always run
-    in one subprocess each; the CPU emulation runs in-process unless `isolate` is True.
+    CPU emulation. Comparison is bit-exact unless `atol`/`rtol` are given. Each device runs in its
+    own subprocess (the CPU emulation too), so the target's exits, crashes, hangs, threads and
+    prints never reach this process; `step_timeout` (seconds, None or 0: none) bounds each call
+    into the target. `isolate=False` runs the CPU emulation in this process (for debugging the
+    harness: no timeout, no protection).
 
     Raises UsageError (TargetError included) when the target cannot be imported or built, or the
     devices are invalid; every other failure is recorded in the returned dict, whose `verdict` is
     "fail" when any phase failed.
+
+    .. warning:: with `isolate=False` a target that exits or crashes ends the calling process.
     """
     import torch
 
     if sync_mode not in ("warn", "error"):
         raise UsageError(f"--sync-mode {sync_mode!r}: expected warn or error")
+    if step_timeout is not None and step_timeout < 0:
+        raise UsageError(f"--timeout {step_timeout:g}: expected a number of seconds >= 0")
     started = time.perf_counter()
     spec = targets.resolve_spec(target)
     opts = {**targets.default_options(spec), **(options or {})}
-    targets.load_factory(spec)  # import errors are usage errors, before any device work
     cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     device_list = resolve_devices(devices, cuda_count)
     mode = "cpu-emulation" if device_list == ["cpu"] else "cuda"
@@ -96,14 +105,15 @@ def run_harness(
     else:
         from graphlint.runtime import worker
 
-        results = worker.run_isolated(specs)
+        results = worker.run_isolated(specs, step_timeout_s=step_timeout)
     build_errors = [r["error"]["error"] for r in results if (r.get("error") or {}).get("target_error")]
     if build_errors and len(build_errors) == len(results):
         raise TargetError(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
     runtime["torch"] = torch.__version__
-    runtime["target"] = {"spec": spec, "options": opts}
-    runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench}
+    runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
+    runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench,
+                           "timeout_s": step_timeout or None, "isolated": isolate or mode == "cuda"}
     runtime["duration_s"] = round(time.perf_counter() - started, 3)
     return runtime
 
@@ -121,13 +131,36 @@ def _merge_records(results: list[dict], pick, key_fields: tuple[str, ...]) -> li
     return list(merged.values())
 
 
+def _merge_lines(results: list[dict]) -> dict[str, list[int]]:
+    merged: dict[str, set[int]] = {}
+    for result in results:
+        for path, lines in (result.get("executed") or {}).items():
+            merged.setdefault(path, set()).update(lines)
+    return {path: sorted(lines) for path, lines in sorted(merged.items())}
+
+
 def _device_error(result: dict) -> str | None:
     error = result.get("error")
     if not error:
         return None
+    return f"{result['device']}: {error.get('phase', '?')}: {_with_line(error)}"
+
+
+def _with_line(error: dict) -> str:
+    """An error's text with the innermost user line it happened at."""
     where = error.get("stack") or []
     at = f" at {where[-1]['path']}:{where[-1]['line']}" if where else ""
-    return f"{result['device']}: {error.get('phase', '?')}: {error.get('error')}{at}"
+    return f"{error.get('error')}{at}"
+
+
+def _failed_phase(error: dict) -> str:
+    """The phase a device error belongs to: the runner step it happened in, else the first phase
+    (warm-up, build and start come before any)."""
+    phase = str(error.get("phase", "")).removeprefix("after ")
+    for name, steps in RUNNER_STEPS.items():
+        if phase in steps:
+            return name
+    return "sync"
 
 
 def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True) -> dict:
@@ -137,6 +170,7 @@ def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True
     events = _merge_records(results, lambda r: (r.get("sync") or {}).get("events", []),
                             ("kind", "op", "path", "line"))
     found = _merge_records(results, lambda r: r.get("hazards", []), ("hazard", "op", "path", "line"))
+    errors += [f"{r['device']}: {e}" for r in results for e in r.get("target_errors", [])]
     runtime: dict[str, Any] = {
         "mode": mode,
         "devices": devices,
@@ -151,6 +185,8 @@ def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True
         },
         "bench": {"devices": [r.get("bench") or {"device": r["device"]} for r in results]},
         "errors": errors,
+        # user lines each device's traced steps ran (the cross-check's "exercised"), merged
+        "executed": _merge_lines(results),
         "device_results": [{k: r.get(k) for k in ("device", "name", "steps", "timings", "error", "phase_errors")}
                            for r in results],
     }
@@ -166,8 +202,14 @@ def merge(results: list[dict], mode: str, devices: list[str], bench: bool = True
                   for step, e in (r.get("phase_errors") or {}).items() if step in RUNNER_STEPS[name]]
         if broken:
             phase.update(verdict="fail", error="; ".join(broken))
+    for r in results:
+        # A worker that exited, crashed or timed out fails the phase it was in, with the cause.
+        if r.get("error") and not r["error"].get("target_error"):
+            phase = phases[_failed_phase(r["error"])]
+            phase.update(verdict="fail", error=f"{r['device']}: {_with_line(r['error'])}")
     runtime["phases"] = phases
-    runtime["verdict"] = "fail" if any(p["verdict"] == "fail" for p in phases.values()) else "pass"
+    failed = any(p["verdict"] == "fail" for p in phases.values()) or bool(errors)
+    runtime["verdict"] = "fail" if failed else "pass"
     return runtime
 
 
@@ -191,7 +233,7 @@ def _sync_phase(results: list[dict], events: list[dict], mode: str) -> dict:
     if missing:
         phase["error"] = f"not run on {', '.join(missing)}"
     elif step_errors:
-        phase["error"] = f"the step raised: {step_errors[0]['error']}"
+        phase["error"] = _with_line(step_errors[0])
     return phase
 
 
@@ -229,10 +271,12 @@ def _replay_phase(results: list[dict], found: list[dict], mode: str) -> dict:
     phase: dict[str, Any] = {"hazards": len(found), "by_hazard": by_hazard}
     if mode == "cpu-emulation":
         replay = results[0].get("replay")
-        failed = replay is None or bool(replay.get("error")) or bool(found)
+        failed = replay is None or bool(replay.get("error")) or bool(found) or bool((replay or {}).get("problems"))
         phase.update(verdict="fail" if failed else "pass", emulated=True)
         if replay is not None and replay.get("error"):
-            phase["error"] = f"the step raised: {replay['error']['error']}"
+            phase["error"] = _with_line(replay["error"])
+        elif replay is not None and replay.get("problems"):
+            phase["error"] = "; ".join(replay["problems"])
         return phase
     verdicts = {r["device"]: (r.get("replay") or {}).get("verdict") or "fail" for r in results}
     if "fail" in verdicts.values() or found:
@@ -248,4 +292,8 @@ def _replay_phase(results: list[dict], found: list[dict], mode: str) -> dict:
 def _bench_phase(results: list[dict], mode: str) -> dict:
     benches = [r.get("bench") for r in results]
     failed = any(b is None or b.get("error") for b in benches)
-    return {"verdict": "fail" if failed else "pass", "replay": "n/a" if mode == "cpu-emulation" else "measured"}
+    phase = {"verdict": "fail" if failed else "pass", "replay": "n/a" if mode == "cpu-emulation" else "measured"}
+    broken = [b["error"] for b in benches if b and isinstance(b.get("error"), dict)]
+    if broken:
+        phase["error"] = _with_line(broken[0])
+    return phase

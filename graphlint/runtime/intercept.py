@@ -57,6 +57,7 @@ class StepTrace:
     retained_bytes: int = 0  # allocated by this step and alive after it
     live_bytes: int = 0  # allocated by this and the earlier traced steps, alive after it
     error: str | None = None
+    no_tensor: str | None = None  # why the step's return value holds nothing to compare
 
     def allocated_bytes(self) -> int:
         return sum(a[2] for a in self.allocations)
@@ -72,6 +73,15 @@ def _storage_key(t: torch.Tensor) -> int:
 def tensors_of(obj) -> list[torch.Tensor]:
     """The tensors in a step's output or an op's arguments (nested lists, tuples, dicts), in order."""
     return _tensors(obj, [])
+
+
+def no_tensor_output(out: Any) -> str | None:
+    """Why a step's return value cannot be compared between eager and replay, or None if it can."""
+    if tensors_of(out):
+        return None
+    what = "None" if out is None else f"a {type(out).__name__} with no tensor in it"
+    return (f"step() returned {what}: replay cannot be compared with eager (return the static output "
+            "tensors, e.g. `return self.logits`)")
 
 
 def _tensors(obj, out: list) -> list:
@@ -223,6 +233,7 @@ class Interceptor:
 
     def _finish(self, rec: StepTrace, out) -> None:
         rec.retained_bytes = sum(nbytes for _, _, nbytes, ref in rec.allocations if ref() is not None)
+        rec.no_tensor = no_tensor_output(out)
         for t in tensors_of(out):
             key = _storage_key(t)
             rec.outputs.append({
@@ -387,7 +398,13 @@ class Interceptor:
     def on_call(self, func, args, kwargs):
         """A Python-level tensor call with a catalog entry (TorchFunctionMode)."""
         rule = _CALLS[func][self._slot]
-        fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+        # The condition may itself run tensor ops (`is_pinned()` for a pageable copy): they are
+        # the harness's, not the step's, so the dispatch mode does not record them.
+        self.in_handler = True
+        try:
+            fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+        finally:
+            self.in_handler = False
         self.py_call = (rule or _CALLS[func][0] or _CALLS[func][1]).name
         self.py_event = False
         try:
@@ -577,7 +594,7 @@ def _dispatch_mode(interceptor: Interceptor) -> TorchDispatchMode:
 
             def __torch_dispatch__(self, func, types, args=(), kwargs=None):
                 kwargs = kwargs or {}
-                if self.it.rec is None:
+                if self.it.rec is None or self.it.in_handler:
                     return func(*args, **kwargs)
                 return self.it.on_op(func, args, kwargs)
 

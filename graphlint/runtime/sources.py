@@ -45,6 +45,11 @@ def _classify(filename: str) -> str:
     return "user"
 
 
+def is_user_file(filename: str) -> bool:
+    """A file of the user's (not torch, the standard library or the harness)."""
+    return _classify(filename) == "user"
+
+
 def _kind(code) -> str:
     kind = _KIND.get(code)
     if kind is None:

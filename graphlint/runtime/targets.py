@@ -157,15 +157,51 @@ def effective_steps(requested: int | None, default: int, target: Any) -> int:
     return max(steps, 1)
 
 
-def build(factory: Callable[..., Any], device, options: dict[str, Any]):
-    """Call `factory(device, **options)` and check the result follows the protocol."""
+def build(factory: Callable[..., Any], device, options: dict[str, Any], guard=None):
+    """Call `factory(device, **options)` and check the result follows the protocol.
+
+    With a `guard.Guard` (in the worker), the factory call is timed and exit-proof, and the
+    target's protocol calls are routed through the guard.
+    """
     try:
-        target = factory(device, **options)
+        if guard is not None:
+            target = guard.call("factory", factory, device, **options)
+        else:
+            target = factory(device, **options)
     except TypeError as exc:
         raise TargetError(f"building the target failed (check --option names): {exc}") from None
     except Exception as exc:
         raise TargetError(f"building the target failed: {type(exc).__name__}: {exc}") from None
     missing = [name for name in PROTOCOL if not callable(getattr(target, name, None))]
+    if not hasattr(target, "device"):
+        missing.append("a device attribute")
     if missing:
-        raise TargetError(f"the target object lacks {', '.join(missing)} (protocol: reset, prepare, step)")
-    return target
+        raise TargetError(f"the target object ({type(target).__name__}) lacks {', '.join(missing)} "
+                          "(protocol: device, reset(), prepare(step), step())")
+    return guard.wrap(target) if guard is not None else target
+
+
+def describe(target: Any) -> dict[str, Any]:
+    """Where the target's step() is defined: `{path, line, qualname}`, for linting its own code
+    with step() as the entry point (`graphlint runtime --lint`). Empty when it cannot be told."""
+    import inspect
+
+    from graphlint.runtime import sources
+
+    method = inspect.unwrap(getattr(type(target), "step", None) or (lambda: None))
+    code = getattr(method, "__code__", None)
+    if code is None:
+        return {}
+    # The files of the target's classes: attributes set in a base class's __init__ tell the linter
+    # which of them are device tensors.
+    files = []
+    for cls in type(target).__mro__:
+        try:
+            found = inspect.getsourcefile(cls)
+        except TypeError:  # builtins
+            continue
+        if found and sources.is_user_file(found) and sources.relative_path(found) not in files:
+            files.append(sources.relative_path(found))
+    return {"path": sources.relative_path(code.co_filename), "line": code.co_firstlineno,
+            "qualname": getattr(method, "__qualname__", code.co_name), "files": files}
+

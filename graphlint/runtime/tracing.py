@@ -4,25 +4,37 @@ Shared by the CPU emulation and the CUDA runner; both call `trace_steps` with th
 """
 from __future__ import annotations
 
+import contextlib
 import traceback
 from typing import Any
 
 from graphlint.runtime import catalog, sources
-from graphlint.runtime.intercept import Interceptor, StepTrace, SyncStop
+from graphlint.runtime.guard import TargetExit
+from graphlint.runtime.lines import LineRecorder
+from graphlint.runtime.intercept import Interceptor, StepTrace, SyncStop, no_tensor_output  # noqa: F401
 
 
-def trace_steps(target: Any, interceptor: Interceptor, steps: int) -> tuple[list[StepTrace], dict | None]:
-    """reset(); then for i < steps: prepare(i) and a traced step(i).
+def trace_steps(target: Any, interceptor: Interceptor, steps: int,
+                lines: LineRecorder | None = None) -> tuple[list[StepTrace], dict | None]:
+    """reset(); then for i < steps: prepare(i) and a traced step(i); `lines` records the user
+    lines each step() executes.
 
     Returns the traces and, when a step stopped early, `{"step", "error", "stack"}` (SyncStop in
     error mode, or an exception of the target's own). Tracing ends at the first such step.
     """
-    target.reset()
     traces: list[StepTrace] = []
+    try:
+        target.reset()
+    except Exception as exc:
+        return traces, step_error(None, exc, call="reset")
     for i in range(steps):
-        target.prepare(i)
         try:
-            interceptor.run_step(target.step, i)
+            target.prepare(i)
+        except Exception as exc:
+            return traces, step_error(i, exc, call="prepare")
+        try:
+            with lines if lines is not None else contextlib.nullcontext():
+                interceptor.run_step(target.step, i)
         except SyncStop as stop:
             trace = interceptor.last
             trace.error = str(stop)
@@ -32,7 +44,7 @@ def trace_steps(target: Any, interceptor: Interceptor, steps: int) -> tuple[list
             trace = interceptor.last
             trace.error = f"{type(exc).__name__}: {exc}"
             traces.append(trace)
-            return traces, step_error(i, exc)
+            return traces, step_error(i, exc, call="step")
         traces.append(interceptor.last)
         interceptor.last.live_bytes = _live_bytes(traces)
     return traces, None
@@ -43,11 +55,20 @@ def _live_bytes(traces: list[StepTrace]) -> int:
     return sum(nbytes for trace in traces for _, _, nbytes, ref in trace.allocations if ref() is not None)
 
 
-def step_error(step: int | None, exc: BaseException) -> dict:
-    """An exception raised by the target, with the user frames that raised it."""
+def step_error(step: int | None, exc: BaseException, call: str | None = None) -> dict:
+    """An exception raised by the target, with the user frames that raised it and, when known,
+    the protocol call it came from (`reset`, `prepare`, `step`)."""
     stack = sources.traceback_stack(exc.__traceback__)
-    last = traceback.format_exception_only(type(exc), exc)[-1].strip()
-    return {"step": step, "error": last[:500], "stack": stack}
+    if isinstance(exc, TargetExit):
+        last = str(exc)  # already says which call exited and how
+    else:
+        last = traceback.format_exception_only(type(exc), exc)[-1].strip()
+    if call and f"{call}()" not in last:
+        last = f"{call}() raised {last}"
+    error = {"step": step, "error": last[:500], "stack": stack}
+    if call:
+        error["call"] = call
+    return error
 
 
 def cause(record: dict, kind: str | None = None) -> dict:

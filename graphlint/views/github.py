@@ -10,6 +10,7 @@ in the report are annotated too.
 from __future__ import annotations
 
 from graphlint.report import Report
+from graphlint.runtime.crosscheck import confirmation, describe, marks
 from graphlint.views.sarif import located_runtime_events
 
 
@@ -32,6 +33,7 @@ def _command(level: str, message: str, title: str, **where: object) -> str:
 def to_annotations(report: Report) -> str:
     lines: list[str] = []
     findings = report.static.findings if report.static is not None else []
+    marked = marks(report.crosscheck)
     for f in findings:
         if f.suppressed:
             continue
@@ -39,7 +41,12 @@ def to_annotations(report: Report) -> str:
         message = f"{f.message}\nfix: {f.fix}" if f.fix else f.message
         if f.reached_via:
             message += "\nreached via: " + " -> ".join(f.reached_via)
-        lines.append(_command(level, message, f"{f.rule} {f.name}".strip(), file=f.path, line=f.line, col=f.col,
+        title = f"{f.rule} {f.name}".strip()
+        seen = confirmation(marked, f)
+        if seen:
+            message += f"\nconfirmed at runtime: {describe(seen)}"
+            title += " (confirmed at runtime)"
+        lines.append(_command(level, message, title, file=f.path, line=f.line, col=f.col,
                               endLine=f.end_line, endColumn=f.end_col))
     for event in located_runtime_events(report.runtime):
         kind = str(event.get("kind") or "sync")

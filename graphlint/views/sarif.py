@@ -13,6 +13,7 @@ from typing import Any
 
 from graphlint.gating.baseline import BASELINE_REASON
 from graphlint.report import Finding, Report
+from graphlint.runtime.crosscheck import confirmation, describe, marks
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "graphlintFingerprint/v1"
@@ -139,13 +140,21 @@ def to_sarif(report: Report) -> str:
     results: list[dict[str, Any]] = []
     findings = report.static.findings if report.static is not None else []
     baselined = report.static is not None and "baseline" in report.static.extra
+    marked = marks(report.crosscheck)
     for finding in findings:
         if finding.rule not in index:  # a rule from a newer graphlint than the one writing
             index[finding.rule] = len(rules)
             rules.append({"id": finding.rule, "name": finding.name or finding.rule,
                           "shortDescription": {"text": finding.message},
                           "help": {"text": f"{finding.message}\n\nFix: {finding.fix}"}})
-        results.append(_static_result(finding, index[finding.rule], baselined))
+        result = _static_result(finding, index[finding.rule], baselined)
+        seen = confirmation(marked, finding)
+        if seen:
+            # Both halves saw it: the runtime records it matched, and the message says so.
+            result["properties"]["confirmedAtRuntime"] = True
+            result["properties"]["runtime"] = seen
+            result["message"]["text"] += f" (confirmed at runtime: {describe(seen)})"
+        results.append(result)
     for event in located_runtime_events(report.runtime):
         kind = str(event.get("kind") or "sync")
         rule_id = f"runtime/{kind}"

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from graphlint.report import Finding, Report
+from graphlint.runtime.crosscheck import confirmation, describe, marks
 
 
 def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]]) -> str | None:
@@ -32,6 +33,7 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
         shown = [f for f in static.findings if show_suppressed or not f.suppressed]
         sources: dict[str, list[str]] = {}
         current = None
+        marked = marks(report.crosscheck)
         if not quiet:
             for finding in shown:
                 if finding.path != current:
@@ -41,6 +43,9 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                     current = finding.path
                 style = "red" if finding.severity == "error" else "yellow"
                 tag = " [dim](suppressed)[/]" if finding.suppressed else ""
+                seen = confirmation(marked, finding)
+                if seen:
+                    tag += f" [bold magenta](confirmed at runtime: {escape(describe(seen))})[/]"
                 console.print(f"{escape(finding.path)}:{finding.line}:{finding.col} "
                               f"[bold {style}]{finding.rule}[/] {escape(finding.message)} "
                               f"[dim]\\[{finding.name}][/]{tag}")
@@ -62,6 +67,10 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
         from graphlint.runtime.render import render_runtime
 
         render_runtime(report.runtime, console)
+    if report.crosscheck is not None:
+        from graphlint.views.crosscheck_text import render_crosscheck
+
+        render_crosscheck(report.crosscheck, console)
     for error in report.errors:
         console.print(f"[bold red]error:[/] {escape(error)}")
     summary = report.summary()

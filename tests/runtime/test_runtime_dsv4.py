@@ -46,8 +46,11 @@ def reference():
 
 def test_graph_safe_step_passes_with_zero_sync_events(graph_safe):
     code, runtime = graph_safe
+    entry = runtime["target"].pop("entry")
     assert runtime["target"] == {"spec": "dsv4_model.target:graph_safe",
                                  "options": {"config": "tiny", "batch": 1, "seed": 0}}
+    assert (entry["path"], entry["qualname"], entry["files"]) == (
+        "dsv4_model/target.py", "GraphSafeTarget.step", ["dsv4_model/target.py"])
     assert runtime["sync_events"] == []
     assert runtime["phases"]["sync"]["verdict"] == "pass"
     assert runtime["replay"]["hazards"] == []

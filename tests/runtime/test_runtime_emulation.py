@@ -1,4 +1,7 @@
-"""The planted targets on the CPU emulation: each hazard is found, named and placed on its line."""
+"""The planted targets on the CPU emulation: each hazard is found, named and placed on its line.
+
+Run in this process (`isolate=False`): these tests are about what the emulation finds; the worker
+process that runs a target by default is tested in test_runtime_survival.py."""
 from __future__ import annotations
 
 import pytest
@@ -15,7 +18,7 @@ def runs():
     def run(name: str, **kwargs) -> dict:
         key = f"{name}{sorted(kwargs.items())}"
         if key not in cache:
-            cache[key] = run_harness(target(name), "cpu", None, bench=False, **kwargs)
+            cache[key] = run_harness(target(name), "cpu", None, bench=False, isolate=False, **kwargs)
         return cache[key]
 
     return run
@@ -128,7 +131,7 @@ def test_growing_cache_fails_the_allocation_phase(tmp_path):
         "def make(device):\n"
         "    return Grow(device)\n"
     )
-    runtime = run_harness(f"{tmp_path / 'grow.py'}:make", "cpu", 4, bench=False)
+    runtime = run_harness(f"{tmp_path / 'grow.py'}:make", "cpu", 4, bench=False, isolate=False)
     assert runtime["phases"]["allocation"]["verdict"] == "fail"
     assert runtime["allocations"]["growth"] is True
     assert "shape-varies" in runtime["phases"]["replay"]["by_hazard"]
@@ -148,7 +151,7 @@ def test_a_step_that_raises_fails_with_its_line(tmp_path):
         "def make(device):\n"
         "    return Boom()\n"
     )
-    runtime = run_harness(f"{tmp_path / 'boom.py'}:make", "cpu", 4, bench=False)
+    runtime = run_harness(f"{tmp_path / 'boom.py'}:make", "cpu", 4, bench=False, isolate=False)
     assert runtime["verdict"] == "fail"
     assert "bad step" in runtime["phases"]["sync"]["error"]
     assert runtime["phases"]["sync"]["stopped"]["stack"][-1]["line"] == 8

@@ -14,13 +14,14 @@ def _spec(name: str, **options) -> dict:
 def test_a_dead_worker_does_not_lose_the_others():
     results = worker.run_isolated([_spec("crash", crash=True), _spec("crash", crash=False)])
     dead, alive = results
-    assert dead["error"]["error"] == "the worker for cpu exited with code 3"
-    assert dead["error"]["phase"] == "start"
+    assert dead["error"]["error"] == "the worker for cpu was killed by SIGKILL in step() (step 0)"
+    assert dead["error"]["phase"] == "warm-up"
     assert alive.get("error") is None
     assert alive["capture"]["predicted"] == "ok"
     runtime = harness.merge(results, mode="cpu-emulation", devices=["cpu", "cpu"], bench=False)
     assert runtime["verdict"] == "fail"
-    assert runtime["errors"] == ["cpu: start: the worker for cpu exited with code 3"]
+    assert runtime["errors"] == ["cpu: warm-up: the worker for cpu was killed by SIGKILL in step() (step 0)"]
+    assert runtime["phases"]["sync"]["error"] == "cpu: the worker for cpu was killed by SIGKILL in step() (step 0)"
 
 
 def test_build_errors_in_a_worker_are_target_errors():

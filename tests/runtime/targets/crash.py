@@ -1,5 +1,6 @@
 """A step that kills its process (as a sticky CUDA fault would): checks subprocess isolation."""
 import os
+import signal
 
 from _base import StaticStep
 
@@ -11,7 +12,7 @@ class Crash(StaticStep):
 
     def step(self):
         if self.crash:
-            os._exit(3)
+            os.kill(os.getpid(), signal.SIGKILL)  # PLANTED: kill
         self.out.copy_(self.x @ self.w)
         return self.out
 
