@@ -6,14 +6,49 @@ Exit codes: 0 every phase passed or was skipped, 1 a phase failed, 2 the target 
 from __future__ import annotations
 
 import sys
+import time
 import traceback
+from contextlib import contextmanager
+from typing import Iterator
 
 import click
 
 from graphlint.runtime.harness import run_harness
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
 
-__all__ = ["runtime_command", "run_harness"]
+__all__ = ["runtime_command", "run_harness", "runtime_progress"]
+
+
+def _real_stderr() -> bool:
+    """stderr is a file descriptor (a terminal, a pipe, a CI log), not a stream captured in
+    process (a caller collecting the report), which gets no progress lines."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+@contextmanager
+def runtime_progress(target: str | None, quiet: bool = False) -> Iterator[None]:
+    """Say on stderr, at once, what runs, and that it is still running: a rich spinner on a
+    terminal, plain start and end lines otherwise (CI logs); nothing with `quiet` or when stderr
+    is captured in process. stdout stays the report's."""
+    if quiet or not _real_stderr():
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    what = f"graphlint runtime: running {target or 'the default target'}"
+    started = time.monotonic()
+    if console.is_terminal:
+        with console.status(f"{what} (sync detection, trial capture, replay, bench)"):
+            yield
+    else:
+        click.echo(f"{what}: sync detection, trial capture, replay, bench ...", err=True)
+        yield
+    click.echo(f"graphlint runtime: done in {time.monotonic() - started:.1f} s", err=True)
 
 
 def _report(runtime: dict | None, errors: list[str]):
@@ -55,25 +90,30 @@ def _emit(report, fmt: str, output: str | None) -> None:
 @click.option("--rtol", type=float, default=0.0, show_default=True, help="Relative tolerance (0 and 0: bit-exact).")
 @click.option("--reference", is_flag=True, help=f"Run the known-bad reference port ({REFERENCE_TARGET}).")
 @click.option("--no-bench", is_flag=True, help="Skip the eager vs replay benchmark.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
                     output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
-                    no_bench: bool) -> None:
+                    no_bench: bool, quiet: bool) -> None:
     """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
 
     TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
-    default: the bundled graph-safe DSV4 step. Shorthands: `reference` (the known-bad port, same as
-    --reference) and `graph-safe`. Without CUDA every phase is emulated on the CPU.
+    default: `runtime-target` from [tool.graphlint]. Shorthands: `default` or `graph-safe` (the
+    bundled graph-safe DSV4 demo step) and `reference` (the known-bad port, same as --reference).
+    Without CUDA every phase is emulated on the CPU.
     """
     try:
         if reference and target:
             raise UsageError("give either TARGET or --reference, not both")
+        if target is None and not reference:
+            target = _configured_target()
         options = dict(parse_option(text) for text in raw_options)
         try:
             import torch  # noqa: F401
         except ImportError as exc:
             raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint[runtime]'") from None
-        runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
-                              atol=atol, rtol=rtol, bench=not no_bench)
+        with runtime_progress("reference" if reference else target, quiet):
+            runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
+                                  atol=atol, rtol=rtol, bench=not no_bench)
     except UsageError as exc:
         _fail(str(exc), output)
     except Exception as exc:  # an internal error: still leave a report behind
@@ -81,6 +121,21 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
         _fail(f"internal error: {detail}", output, trace=traceback.format_exc())
     _emit(_report(runtime, []), fmt, output)
     sys.exit(1 if runtime["verdict"] == "fail" else 0)
+
+
+def _configured_target() -> str:
+    """`runtime-target` from the config in force; without one, a usage error: running the
+    bundled demo model in someone else's project would report a PASS about nothing of theirs."""
+    from graphlint.config import ConfigError, load
+
+    try:
+        configured = load().runtime_target
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    if configured is None:
+        raise UsageError("no target: pass TARGET (module:callable or path/to/file.py:callable), set "
+                         "`runtime-target` in [tool.graphlint], or pass `default` for the bundled DSV4 demo step")
+    return configured
 
 
 def _fail(message: str, output: str | None, trace: str | None = None) -> None:
