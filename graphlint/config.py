@@ -146,13 +146,8 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
                     continue
             except OSError:
                 continue  # a folder we may not look into is not a config
-            if name == "pyproject.toml":
-                try:
-                    raw = candidate.read_bytes()
-                except OSError as error:
-                    raise ConfigError(f"{candidate}: cannot read config file: {error.strerror or error}") from None
-                if b"graphlint" not in raw:
-                    continue  # another tool's pyproject.toml: keep looking upwards, as ruff does
+            # A pyproject.toml without [tool.graphlint] is another tool's: keep looking upwards,
+            # as ruff does. One that is not valid TOML (or has `tool = 5`) is an error, as in ruff.
             section = _section(_read_toml(candidate), candidate)
             if section is not None:
                 return candidate, section

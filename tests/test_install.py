@@ -155,7 +155,8 @@ def test_shipped_hook_definition_gates_a_bad_and_a_clean_commit(hook_repo, tmp_p
     # An entry point in another file than the staged one: regions come from the whole project.
     (work / "pyproject.toml").write_text('[tool.graphlint]\nentry-points = ["serve:run"]\n'
                                          'exclude = ["reference.py"]\n')
-    (work / "serve.py").write_text("from step import decode_step\n\n\ndef run(a, b):\n    decode_step(a, b)\n")
+    (work / "serve.py").write_text("import torch\n\nfrom step import decode_step\n\n\n"
+                                   "def run(a: torch.Tensor, b: torch.Tensor):\n    decode_step(a, b)\n")
     (work / "reference.py").write_text(BAD.replace("decode_step", "ref_step"))
     pre_commit = _pre_commit()
     assert _run(["git", "init", "-q"], cwd=work, env=env).returncode == 0
