@@ -198,7 +198,7 @@ def test_ci_template_install_step_installs_this_project(hook_repo, tmp_path):
         venv = tmp_path / f"venv-{name}"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
         env = _git_env(tmp_path)
-        env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", GRAPHLINT_REPO=f"file://{clone}",
+        env.update(PATH=f"{venv / 'bin'}{os.pathsep}{env['PATH']}", GRAPHLINT_REPO=f"file://localhost{clone}",
                    GRAPHLINT_REV=rev)
         installed = _run(["bash", "-euc", script], cwd=tmp_path, env=env)
         assert installed.returncode == 0, (name, installed.stdout, installed.stderr)

@@ -99,10 +99,10 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 for item in sup_by_line.get(line, []):
                     if code != "GL901" and suppressions.matches(item, code, rule.name):
                         suppressed, reason = True, item.reason
-                        used.update((item.line, item.col, token) for token in item.codes or ("",)
-                                    if suppressions.matches(suppressions.Suppression(item.line, (token,) if token
-                                                                                     else (), None, item.col),
-                                                            code, rule.name))
+                        for token in item.codes or ("",):  # "": a blanket `# graphlint: ignore`
+                            single = suppressions.Suppression(item.line, (token,) if token else (), None, item.col)
+                            if suppressions.matches(single, code, rule.name):
+                                used.add((item.line, item.col, token))
             findings.append(Finding(
                 rule=code, family=rule.family(), severity=severity, path=path,
                 line=raw["line"], col=raw["col"], end_line=raw["end_line"], end_col=raw["end_col"],
@@ -123,8 +123,8 @@ def _unused_suppressions(path: str, sup_by_line: dict[int, list[suppressions.Sup
     rule = BY_CODE["GL902"]
     if not _selected(rule.code, select, ignore) or (file_ignores and not _selected(rule.code, (), file_ignores)):
         return []
-    severity = config.severity.get(rule.code) or config.severity.get("GL90") or config.severity.get("GL9") \
-        or config.severity.get("GL") or rule.severity
+    severity = next((v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0]))
+                     if rule.code.startswith(k)), rule.severity)  # the longest key wins, as above
     if severity == "off":
         return []
     out = []
