@@ -218,6 +218,19 @@ def test_runtime_prints_its_start_at_once_on_stderr(tmp_path):
     assert "graphlint runtime: done in" in err
 
 
+def test_runtime_progress_heartbeat_off_a_terminal(tmp_path):
+    pytest.importorskip("torch")
+    script = ("import time, graphlint.runtime.command as c\n"
+              "c.HEARTBEAT_SECONDS = 0.2\n"
+              "with c.runtime_progress('pkg.step:make'):\n"
+              "    time.sleep(1.0)\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.splitlines()
+    assert lines[0].startswith("graphlint runtime: running pkg.step:make"), proc.stderr
+    assert any(line.startswith("graphlint runtime: still running") for line in lines[1:-1]), proc.stderr
+    assert lines[-1].startswith("graphlint runtime: done in")
+
+
 def test_long_static_check_shows_phase_lines_off_a_terminal(tmp_path):
     from graphlint.views.progress import LONG_CHECK_FILES
 

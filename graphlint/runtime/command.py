@@ -6,6 +6,7 @@ Exit codes: 0 every phase passed or was skipped, 1 a phase failed, 2 the target 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -17,6 +18,8 @@ from graphlint.runtime.harness import run_harness
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
 
 __all__ = ["runtime_command", "run_harness", "runtime_progress"]
+
+HEARTBEAT_SECONDS = 30  # off a terminal, a "still running" line this often
 
 
 def _real_stderr() -> bool:
@@ -47,7 +50,19 @@ def runtime_progress(target: str | None, quiet: bool = False) -> Iterator[None]:
             yield
     else:
         click.echo(f"{what}: sync detection, trial capture, replay, bench ...", err=True)
-        yield
+        done = threading.Event()
+
+        def heartbeat() -> None:  # a CI log shows the run is alive, not hung
+            while not done.wait(HEARTBEAT_SECONDS):
+                click.echo(f"graphlint runtime: still running ({time.monotonic() - started:.0f} s)", err=True)
+
+        # A daemon thread, stopped below: it never keeps graphlint alive after its report.
+        beat = threading.Thread(target=heartbeat, name="graphlint-progress", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
     click.echo(f"graphlint runtime: done in {time.monotonic() - started:.1f} s", err=True)
 
 
