@@ -165,8 +165,9 @@ def load(config_file: str | Path | None = None, start: Path | None = None) -> Co
     start = (start or Path.cwd()).resolve()
     if config_file is not None:
         path = Path(config_file)
-        if not path.is_file():
-            raise ConfigError(f"{path}: config file not found")
+        if not path.is_file():  # a FIFO or a device is never opened: it could block or never end
+            what = "not a regular file" if path.exists() else "config file not found"
+            raise ConfigError(f"{path}: {what}")
         section = _section(_read_toml(path), path) or {}
     else:
         found = find_config(start)

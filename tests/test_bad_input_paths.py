@@ -137,6 +137,13 @@ def test_config_of_the_wrong_shape_names_file_and_key(root, text, key):
     assert b"pyproject.toml: key " + key.encode() in result.stderr and b"internal error" not in result.stderr
 
 
+def test_config_option_naming_a_fifo_or_a_device_is_refused(root):
+    os.mkfifo(root / "conf.toml")
+    for given in ["conf.toml", "/dev/zero"]:
+        result = graphlint(["check", "--no-cache", "--config", given], root, timeout=60)
+        assert result.returncode == 2 and f"{given}: not a regular file".encode() in result.stderr, result.stderr
+
+
 def test_unreadable_pyproject_names_the_file(root):
     (root / "pyproject.toml").write_text("[tool.graphlint]\n")
     (root / "pyproject.toml").chmod(0)
