@@ -38,7 +38,7 @@ case "$runtime" in
 esac
 
 args=(check)
-# `--runtime` takes an optional target, so it goes first: the next word is an option, not a path.
+# `--runtime` runs the config's `runtime-target` (exit 2 when none is set).
 if [ "$runtime" = 1 ]; then
   args+=(--runtime)
   echo "gate.sh: CUDA is available: the runtime harness runs too" >&2

@@ -22,6 +22,7 @@ from graphlint import __version__
 from graphlint import callgraph
 from graphlint.config import Config
 from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
+from graphlint.engine.selectors import normalise_config
 
 SCHEMA = "graphlint-audit/1"
 CAPTURABLE = "capturable"
@@ -139,6 +140,7 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         raise AuditError("nothing to audit: give an entry point (--entry-point module:Qualified.name, "
                          "[tool.graphlint] entry-points, or a `# graphlint: entry` comment on a def)")
     graph = callgraph.build(files, config)
+    config = normalise_config(config)  # rule names in select, ignore, severity -> codes
     findings = finalize(files, config, config.select, config.ignore, graph.placements)
     by_function: dict[tuple[str, str], dict[str, int]] = {}
     for finding in findings:

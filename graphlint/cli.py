@@ -18,15 +18,20 @@ from graphlint import __version__
 from graphlint.config import Config, ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
 from graphlint.report import Report, write_atomic
-from graphlint.views.output import render_report
+from graphlint.views.output import render_report, silence_stdout
 
-FORMATS = ["text", "json", "sarif", "github"]
+FORMATS = ["text", "json", "sarif", "github", "gitlab", "junit"]
+COLOR = {"auto": None, "always": True, "never": False}
 
 
-def exit_code(report: Report) -> int:
+def exit_code(report: Report, fail_on: str = "error", exit_zero: bool = False) -> int:
+    """2 when the run recorded errors; else 1 on violations (warnings count with
+    `fail_on="warning"`), 0 otherwise or with `exit_zero`."""
     if report.errors:
         return EXIT_ERROR
-    return EXIT_VIOLATIONS if report.summary()["verdict"] == "fail" else EXIT_OK
+    summary = report.summary()
+    failed = summary["verdict"] == "fail" or (fail_on == "warning" and summary["warnings"] > 0)
+    return EXIT_VIOLATIONS if failed and not exit_zero else EXIT_OK
 
 
 class GraphlintGroup(click.Group):
@@ -37,6 +42,9 @@ class GraphlintGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
+        except BrokenPipeError:  # stdout closed by its reader: nothing more to say to anyone
+            silence_stdout()
+            sys.exit(EXIT_OK)
         except ConfigError as error:  # e.g. an entry point that names no linted function
             fail(str(error))
         except Exception as error:  # noqa: BLE001 - the promise is: never a traceback
@@ -65,32 +73,59 @@ def main() -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
-@click.option("--runtime", "runtime_target", is_flag=False, flag_value="__default__", default=None,
-              help="Also run the runtime harness on TARGET (default: the bundled DSV4 step) into the same report.")
+@click.option("--runtime", "runtime", is_flag=True,
+              help="Also run the runtime harness (on --runtime-target, else `runtime-target` from config) "
+                   "into the same report.")
+@click.option("--runtime-target", "runtime_target", metavar="TARGET", default=None,
+              help="The target for --runtime: module:callable, path/to/file.py:callable, or `default` "
+                   "for the bundled DSV4 step. Implies --runtime.")
 @click.option("--runtime-compile", is_flag=True,
               help='With --runtime: also run the step through torch.compile(mode="reduce-overhead") (runtime --compile).')
 @click.option("--baseline", "baseline_file", type=click.Path(dir_okay=False),
               help="Fail only on findings not in this baseline (see `graphlint baseline write`).")
 @click.option("--diff", "diff_rev", metavar="REV",
               help="Report only on .py files changed since git revision REV (plus untracked files).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are violations (2 still means an error).")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="warning: warnings fail the run too (exit 1).")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply exclude, extend-exclude and .gitignore to files named on the command line too "
+                   "(as pre-commit names them).")
+@click.option("--stdin-filename", metavar="PATH",
+              help="Read the source from stdin (also with PATHS `-`) and report it as PATH.")
+@click.option("--color", type=click.Choice(list(COLOR)), default="auto", show_default=True,
+              help="Colours in the text view; auto honours NO_COLOR, FORCE_COLOR and TERM=dumb.")
 def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
           config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
-          no_cache: bool, cache_dir: str | None, runtime_target: str | None, baseline_file: str | None,
-          diff_rev: str | None, runtime_compile: bool = False) -> None:
+          no_cache: bool, cache_dir: str | None, runtime: bool, runtime_target: str | None,
+          baseline_file: str | None, diff_rev: str | None, exit_zero: bool, fail_on: str, force_exclude: bool,
+          stdin_filename: str | None, color: str, runtime_compile: bool = False) -> None:
     """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
     config = load_config(config_file)
-    targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev)
+    stdin_source: dict[str, str] | None = None
+    if stdin_filename is not None or "-" in paths:
+        if [p for p in paths if p != "-"]:
+            fail("read from stdin (`-` or --stdin-filename) or check PATHS, not both")
+        stdin_source = {stdin_filename or "-": sys.stdin.read()}
+    targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev,
+                                    force_exclude=force_exclude, stdin_source=stdin_source, quiet=quiet)
     outcome = _apply_baseline(static, baseline_file, config.root) if baseline_file else None
     report = Report(tool_version=__version__, config={**config.to_dict(), "checked": [str(t) for t in targets]},
                     static=static)
-    if runtime_target is not None:
-        from graphlint.runtime.command import run_harness
+    report.errors.extend(f"skipped {problem}" for problem in static.extra.get("skipped", []))
+    if runtime or runtime_target is not None:
+        target = runtime_target or config.runtime_target
+        if target is None:  # the bundled demo step would PASS in any project: say so instead
+            fail("--runtime needs a target: set `runtime-target` in [tool.graphlint], pass --runtime-target "
+                 "module:callable, or --runtime-target default for the bundled DSV4 demo step")
+        from graphlint.runtime.command import run_harness, runtime_progress
+        from graphlint.runtime.targets import DEFAULT_TARGET, UsageError
 
-        from graphlint.runtime.targets import UsageError
-
-        target = None if runtime_target == "__default__" else runtime_target
+        if target in ("default", "graph-safe", "graph_safe"):
+            target = DEFAULT_TARGET
         try:
-            report.runtime = run_harness(target or config.runtime_target, None, None)
+            with runtime_progress(target, quiet):
+                report.runtime = run_harness(target, None, None)
             if runtime_compile:
                 from graphlint.runtime.compile_report import run_phase
 
@@ -103,27 +138,49 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
             from graphlint.runtime.crosscheck import join
 
             report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
+    sources = None
+    if stdin_source is not None:
+        [(shown, text)] = stdin_source.items()
+        sources = {static.files[0] if static.files else shown: text}
     render_report(report, fmt, output, config.root, quiet=quiet, statistics=statistics,
-                  show_suppressed=show_suppressed)
+                  show_suppressed=show_suppressed, color=COLOR[color], sources=sources)
     if outcome is not None and not quiet:
         from graphlint.gating.baseline import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
-    sys.exit(exit_code(report))
+    sys.exit(exit_code(report, fail_on, exit_zero))
 
 
 def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...], ignore: tuple[str, ...],
-                  jobs: int | None, no_cache: bool, cache_dir: str | None, diff_rev: str | None = None):
-    """Run the static half with fingerprinted findings; with `diff_rev`, report only changed files."""
-    from graphlint.engine import check as run_check, collect_tasks
+                  jobs: int | None, no_cache: bool, cache_dir: str | None, diff_rev: str | None = None,
+                  force_exclude: bool = False, stdin_source: dict[str, str] | None = None, quiet: bool = False):
+    """Run the static half with fingerprinted findings; with `diff_rev`, report only changed files.
 
-    targets: Sequence[str | Path] = paths or config.paths or (".",)
-    if not paths and config.paths:
-        targets = [str(config.root / p) for p in config.paths]
+    With entry points configured, the regions of a file depend on the whole package: files named
+    on the command line (as pre-commit names the staged ones) are analysed together with the
+    configured paths and only the named ones are reported, as --diff does."""
+    from graphlint.discovery import PathProblem
+    from graphlint.engine import check as run_check, collect_tasks
+    from graphlint.engine.selectors import SelectorError, validate_cli
+
+    try:
+        select, ignore = validate_cli(split_list(select), split_list(ignore))
+    except SelectorError as error:
+        fail(str(error))
+    project = [str(config.root / p) for p in config.paths] or [str(config.root)]
+    if stdin_source is not None:
+        paths = ()
+    targets: Sequence[str | Path] = paths or project
     cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
     changed: list[str] | None = None
     analysed = targets
+    tasks = None
     try:
+        if stdin_source is not None:
+            tasks, changed = _stdin_tasks(stdin_source, config, project, force_exclude)
+        elif paths and config.entry_points and diff_rev is None:
+            changed = [rel for rel, _ in collect_tasks(paths, config, force_exclude=force_exclude)]
+            analysed = [*project, *paths]
         if diff_rev is not None:
             from graphlint.gating import diff
             from graphlint.discovery import relative_posix
@@ -138,15 +195,51 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
                 # Without entry points a file's regions do not depend on other files: analyse only these.
                 wanted = set(changed)
                 analysed = [full for rel, full in collect_tasks(targets, config) if rel in wanted]
-        static = run_check(analysed, config, split_list(select), split_list(ignore), jobs=jobs, cache_dir=cache_folder)
-    except FileNotFoundError as error:
-        fail(f"path not found: {error}")
+        from graphlint.views.progress import static_progress
+
+        with static_progress(quiet) as progress:
+            static = run_check(analysed, config, select, ignore, jobs=jobs, cache_dir=cache_folder,
+                               force_exclude=force_exclude, tasks=tasks, progress=progress)
+    except PathProblem as error:
+        fail(str(error))
+        raise  # unreachable
+    except SelectorError as error:
+        fail(str(error))
         raise  # unreachable
     if changed is not None:
         from graphlint.gating import diff
 
-        diff.narrow(static, changed, diff_rev or "")
+        if diff_rev is not None:
+            diff.narrow(static, changed, diff_rev)
+        else:  # named files or stdin: reported alone, the project analysed for their regions
+            wanted = set(changed)
+            static.files = [path for path in static.files if path in wanted]
+            static.findings = [f for f in static.findings if f.path in wanted]
     return targets, static
+
+
+def _stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str], force_exclude: bool):
+    """Tasks for a source read from stdin: written to a private temporary file that is analysed
+    under the name given (--stdin-filename, else `-`), with the project for its regions when
+    entry points are configured. Returns (tasks, [the name])."""
+    import atexit
+    import os
+    import tempfile
+
+    from graphlint.discovery import DEFAULT_EXCLUDES, is_excluded, relative_posix
+    from graphlint.engine import collect_tasks
+
+    [(name, text)] = stdin_source.items()
+    rel = relative_posix(Path(name), config.root.resolve()) if name != "-" else "-"
+    excluded = DEFAULT_EXCLUDES if config.exclude is None else config.exclude
+    if force_exclude and is_excluded(rel, (*excluded, *config.extend_exclude)):
+        return [], [rel]
+    fd, tmp = tempfile.mkstemp(suffix=".py", prefix="graphlint-stdin-")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    atexit.register(os.unlink, tmp)
+    tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.entry_points else []
+    return [*tasks, (rel, tmp)], [rel]
 
 
 def _apply_baseline(static, baseline_file: str, root: Path):
@@ -301,10 +394,12 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
     config = dataclasses.replace(config, **changes)
     targets: Sequence[str | Path] = paths or [str(config.root / p) for p in config.paths] or (".",)
     cache_folder = None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+    from graphlint.discovery import PathProblem
+
     try:
         result = run_audit(targets, config, jobs=jobs, cache_dir=cache_folder)
-    except FileNotFoundError as error:
-        fail(f"path not found: {error}")
+    except PathProblem as error:
+        fail(str(error))
         return
     except (AuditError, ConfigError) as error:
         fail(str(error))
@@ -335,8 +430,8 @@ def _register_optional_commands() -> None:
         @main.command("runtime", context_settings={"ignore_unknown_options": True})
         @click.argument("args", nargs=-1, type=click.UNPROCESSED)
         def runtime_unavailable(args: tuple[str, ...]) -> None:
-            """Run the runtime harness (needs torch: pip install 'graphlint[runtime]')."""
-            fail(f"the runtime harness needs torch ({missing}); install it with pip install 'graphlint[runtime]'")
+            """Run the runtime harness (needs torch: pip install 'graphlint-cuda[runtime]')."""
+            fail(f"the runtime harness needs torch ({missing}); install it with pip install 'graphlint-cuda[runtime]'")
     else:
         main.add_command(runtime_command)
 

@@ -1,8 +1,15 @@
-"""`[tool.graphlint]` in pyproject.toml -> a frozen Config. Unknown keys and wrong types raise
-ConfigError naming the file and the key; the CLI turns that into exit code 2."""
+"""`[tool.graphlint]` in pyproject.toml (or a graphlint.toml) -> a frozen Config. Found as ruff
+finds its own: the nearest folder, from the current one upwards, holding a graphlint.toml or a
+pyproject.toml *with* a [tool.graphlint] table. Unknown keys, wrong types and unreadable files
+raise ConfigError naming the file and the key; the CLI turns that into exit code 2."""
 from __future__ import annotations
 
-import tomllib
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +24,10 @@ class Config:
     root: Path = Path(".")
     source: str | None = None  # the file the settings came from
     paths: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None  # None: the default excludes (discovery.DEFAULT_EXCLUDES)
+    extend_exclude: tuple[str, ...] = ()
+    force_exclude: bool = False
+    respect_gitignore: bool = True
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -31,7 +41,10 @@ class Config:
         return {
             "source": self.source,
             "paths": list(self.paths),
-            "exclude": list(self.exclude),
+            "exclude": list(self.exclude) if self.exclude is not None else None,
+            "extend-exclude": list(self.extend_exclude),
+            "force-exclude": self.force_exclude,
+            "respect-gitignore": self.respect_gitignore,
             "select": list(self.select),
             "ignore": list(self.ignore),
             "per-file-ignores": {k: list(v) for k, v in self.per_file_ignores.items()},
@@ -73,9 +86,16 @@ def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _flag(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
 _KEYS = {
     "paths": ("paths", "a list of strings", _str_list),
     "exclude": ("exclude", "a list of glob strings", _str_list),
+    "extend-exclude": ("extend_exclude", "a list of glob strings", _str_list),
+    "force-exclude": ("force_exclude", "true or false", _flag),
+    "respect-gitignore": ("respect_gitignore", "true or false", _flag),
     "select": ("select", "a list of rule codes or prefixes", _str_list),
     "ignore": ("ignore", "a list of rule codes or prefixes", _str_list),
     "per-file-ignores": ("per_file_ignores", "a table of glob = [codes]", _str_map_of_lists),
@@ -87,36 +107,73 @@ _KEYS = {
 }
 
 
-def find_pyproject(start: Path) -> Path | None:
+CONFIG_NAMES = ("graphlint.toml", "pyproject.toml")  # in one folder, graphlint.toml wins
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text("utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text: {error}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def _section(data: dict[str, Any], path: Path) -> dict[str, Any] | None:
+    """The graphlint table of a parsed file; None for a pyproject.toml that has none."""
+    tool = data.get("tool")
+    if tool is not None and not isinstance(tool, dict):
+        raise ConfigError(f"{path}: key 'tool' must be a table, got {type(tool).__name__} {tool!r}")
+    section = (tool or {}).get("graphlint")
+    if section is None and path.name != "pyproject.toml":
+        section = {k: v for k, v in data.items() if k != "tool"}  # graphlint.toml: keys at top level
+    if section is not None and not isinstance(section, dict):
+        raise ConfigError(f"{path}: key 'tool.graphlint' must be a table, got {type(section).__name__} {section!r}")
+    return section
+
+
+def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest graphlint.toml, or pyproject.toml with [tool.graphlint], from `start` up."""
     for folder in [start, *start.parents]:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
+        for name in CONFIG_NAMES:
+            candidate = folder / name
+            try:
+                if not candidate.is_file():
+                    continue
+            except OSError:
+                continue  # a folder we may not look into is not a config
+            # A pyproject.toml without [tool.graphlint] is another tool's: keep looking upwards,
+            # as ruff does. One that is not valid TOML (or has `tool = 5`) is an error, as in ruff.
+            section = _section(_read_toml(candidate), candidate)
+            if section is not None:
+                return candidate, section
     return None
 
 
+def find_pyproject(start: Path) -> Path | None:
+    """The config file `load` would read from `start` (kept for callers of the old name)."""
+    found = find_config(start)
+    return found[0] if found else None
+
+
 def load(config_file: str | Path | None = None, start: Path | None = None) -> Config:
-    """Read `[tool.graphlint]` from the given file or the nearest pyproject.toml upwards."""
+    """Read the given file, or the config discovered from `start` (default: the current folder)."""
     start = (start or Path.cwd()).resolve()
     if config_file is not None:
         path = Path(config_file)
-        if not path.is_file():
-            raise ConfigError(f"{path}: config file not found")
+        if not path.is_file():  # a FIFO or a device is never opened: it could block or never end
+            what = "not a regular file" if path.exists() else "config file not found"
+            raise ConfigError(f"{path}: {what}")
+        section = _section(_read_toml(path), path) or {}
     else:
-        found = find_pyproject(start)
+        found = find_config(start)
         if found is None:
             return Config(root=start)
-        path = found
-    try:
-        data = tomllib.loads(path.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    section = data.get("tool", {}).get("graphlint")
-    if section is None:
-        # A dedicated graphlint.toml may hold the keys at top level.
-        section = data if path.name != "pyproject.toml" else {}
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.graphlint] must be a table")
+        path, section = found
     return from_mapping(section, path)
 
 

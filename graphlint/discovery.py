@@ -1,17 +1,48 @@
-"""Find the Python files to check: given paths (files or folders), minus excluded globs,
-`.git`, virtual environments, caches and build folders."""
+"""Find the Python files to check, with ruff's semantics: named files are checked (unless
+`force_exclude`), folders are walked minus `exclude` (default: ruff's list of tool and
+environment folders), `extend-exclude` and what .gitignore files ignore (read with pathspec).
+
+Only regular files are ever opened: FIFOs, devices, sockets, symlink loops, names that are not
+UTF-8 and paths the system cannot resolve become a message naming the path, never a hang.
+"""
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from pathlib import Path
 from typing import Iterable, Iterator
 
-SKIP_DIRS = frozenset({
-    ".git", ".hg", ".svn", "__pycache__", ".venv", "venv", ".env", "env", ".tox", ".nox",
-    "build", "dist", ".eggs", "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-    ".graphlint_cache", "site-packages", ".whl", ".site",
-})
+import pathspec
+
+# ruff's default `exclude` (settings.rs), plus graphlint's own cache. Like ruff's, a pattern
+# without a slash matches a folder of that name at any depth; setting `exclude` replaces the
+# list, `extend-exclude` adds to it.
+DEFAULT_EXCLUDES = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
+    ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv", ".vscode",
+    "__pypackages__", "_build", "buck-out", "dist", "node_modules", "site-packages", "venv", ".graphlint_cache",
+)
+# Version-control internals hold no code to check even when `exclude` replaces the defaults.
+ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn"})
+
+
+class PathProblem(Exception):
+    """A path named on the command line that cannot be checked; the message names it."""
+
+
+def display(path: str | os.PathLike[str]) -> str:
+    """A path for a message: bytes that are not UTF-8 shown as \\x.. escapes."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _valid_name(path: str | os.PathLike[str]) -> bool:
+    try:
+        os.fspath(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def relative_posix(path: Path, root: Path) -> str:
@@ -31,36 +62,153 @@ def is_excluded(rel: str, patterns: Iterable[str]) -> bool:
     return False
 
 
-def _is_venv(folder: Path) -> bool:
-    return (folder / "pyvenv.cfg").is_file()
+def _kind(mode: int) -> str | None:
+    """What a non-regular file is, for the message; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
-def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] = ()) -> Iterator[Path]:
-    """Yield .py files in a stable order. An explicitly named file is always checked (as in
-    ruff, `exclude` applies to what a folder walk finds); an explicitly named folder is walked."""
-    patterns = tuple(exclude)
+def _os_reason(error: OSError) -> str:
+    if error.errno == errno.ELOOP:
+        return "symlink loop"
+    if error.errno == errno.ENAMETOOLONG:
+        return "path too long for the system (PATH_MAX)"
+    if error.errno == errno.ENOENT:
+        return "not found (a broken symlink?)"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    return error.strerror or str(error)
+
+
+def check_file(path: Path) -> str | None:
+    """Why `path` cannot be read as a source (None: it can). Only stats it, never opens it."""
+    if not _valid_name(path):
+        return "file name is not valid UTF-8"
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        return _os_reason(error)
+    except RuntimeError:  # Python < 3.13 reports some symlink loops this way
+        return "symlink loop"
+    kind = _kind(mode)
+    return None if kind is None else f"{kind}, not a regular file: refused without opening it"
+
+
+class _Ignores:
+    """The .gitignore files that apply below `root`, each matched relative to its own folder."""
+
+    def __init__(self, root: Path, problems: list[str]):
+        self.root = root
+        self.problems = problems
+        self.specs: dict[Path, pathspec.PathSpec | None] = {}
+
+    def _spec(self, folder: Path) -> pathspec.PathSpec | None:
+        if folder not in self.specs:
+            spec = None
+            file = folder / ".gitignore"
+            try:
+                if file.is_file():
+                    spec = pathspec.GitIgnoreSpec.from_lines(file.read_text("utf-8", "replace").splitlines())
+            except OSError as error:
+                self.problems.append(f"{display(file)}: cannot read: {_os_reason(error)}")
+            self.specs[folder] = spec
+        return self.specs[folder]
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        absolute = path.absolute()
+        try:
+            absolute.relative_to(self.root)
+        except ValueError:
+            return False  # outside the project: its .gitignore files are not ours to read
+        # From the project root down to the path's folder; a later file can re-include (!pattern).
+        folders = [folder for folder in reversed(absolute.parents) if folder == self.root or self.root in folder.parents]
+        verdict = False
+        for folder in folders:
+            spec = self._spec(folder)
+            if spec is None:
+                continue
+            rel = absolute.relative_to(folder).as_posix() + ("/" if is_dir else "")
+            result = spec.check_file(rel)
+            if result.include is not None:
+                verdict = result.include
+        return verdict
+
+
+def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] | None = None,
+             extend_exclude: Iterable[str] = (), *, force_exclude: bool = False, respect_gitignore: bool = True,
+             problems: list[str] | None = None) -> Iterator[Path]:
+    """Yield .py files in a stable order. A named file is always checked unless `force_exclude`
+    (as in ruff, `exclude` applies to what a folder walk finds); a named folder is walked.
+
+    A named path that cannot be checked raises PathProblem; one found in a walk (unreadable
+    folder, FIFO, symlink loop, ...) is skipped and described in `problems`."""
+    patterns = tuple(DEFAULT_EXCLUDES if exclude is None else exclude) + tuple(extend_exclude)
+    problems = [] if problems is None else problems
+    root = Path(root).absolute()
+    ignores = _Ignores(root, problems) if respect_gitignore else None
     seen: set[Path] = set()
     for given in paths:
         path = Path(given)
-        if path.is_file():
+        if not _valid_name(path):
+            raise PathProblem(f"{display(path)}: path is not valid UTF-8")
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as error:
+            if error.errno == errno.ENOENT and not os.path.lexists(path):
+                raise PathProblem(f"{display(path)}: path not found") from None
+            raise PathProblem(f"{display(path)}: {_os_reason(error)}") from None
+        except RuntimeError:
+            raise PathProblem(f"{display(path)}: symlink loop") from None
+        if stat.S_ISREG(mode):
+            if force_exclude and (is_excluded(relative_posix(path, root), patterns)
+                                  or (ignores is not None and ignores.ignored(path, False))):
+                continue
             resolved = path.resolve()
             if resolved not in seen:
                 seen.add(resolved)
                 yield path
             continue
-        if not path.is_dir():
-            raise FileNotFoundError(str(given))
-        for folder, dirs, files in os.walk(path):
+        if not stat.S_ISDIR(mode):
+            raise PathProblem(f"{display(path)}: {_kind(mode)}, not a file or folder: refused without opening it")
+        if force_exclude and path.absolute() != root and is_excluded(relative_posix(path, root), patterns):
+            continue
+
+        def walk_error(error: OSError) -> None:
+            problems.append(f"{display(error.filename or path)}: cannot read folder: {_os_reason(error)}")
+
+        for folder, dirs, files in os.walk(path, onerror=walk_error):
             here = Path(folder)
-            dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS and not d.endswith(".egg-info")
-                             and not _is_venv(here / d)
-                             and not is_excluded(relative_posix(here / d, root), patterns))
+            kept = []
+            for name in sorted(dirs):
+                sub = here / name
+                if not _valid_name(sub):
+                    problems.append(f"{display(sub)}: folder name is not valid UTF-8: skipped")
+                    continue
+                if name in ALWAYS_SKIPPED or is_excluded(relative_posix(sub, root), patterns):
+                    continue
+                if ignores is not None and ignores.ignored(sub, True):
+                    continue
+                kept.append(name)
+            dirs[:] = kept
             for name in sorted(files):
                 if not name.endswith(".py"):
                     continue
                 file = here / name
+                reason = check_file(file)
+                if reason is not None:
+                    problems.append(f"{display(file)}: {reason}: skipped")
+                    continue
+                if is_excluded(relative_posix(file, root), patterns):
+                    continue
+                if ignores is not None and ignores.ignored(file, False):
+                    continue
                 resolved = file.resolve()
-                if resolved in seen or is_excluded(relative_posix(file, root), patterns):
+                if resolved in seen:
                     continue
                 seen.add(resolved)
                 yield file

@@ -24,7 +24,7 @@ class PerStepAllocation(Rule):
     ## Why it breaks a CUDA graph
     Under capture the allocation comes from the graph's private pool and is replayed, so it
     is legal, but every step pays an allocation eagerly, the output address is owned by the
-    graph, and static-buffer designs break (the seeds' `torch.full` in MoE, `torch.zeros` in
+    graph, and static-buffer designs break (the reference port's `torch.full` in MoE, `torch.zeros` in
     the scale assembly, `zeros_like` inside `where`).
 
     ## Example
@@ -282,7 +282,7 @@ class ScalarWriteToDevice(Rule):
     ## Why it breaks a CUDA graph
     The scalar is copied from pageable host memory (one sync each), and during capture the
     copy is refused ("Cannot copy between CPU and CUDA tensors during CUDA graph capture
-    unless the CPU tensor is pinned"). The seeds' `dec_tid_buf[0] = python_int`.
+    unless the CPU tensor is pinned"). The reference port's `dec_tid_buf[0] = python_int`.
 
     ## Example
         tok_buf[0] = next_token

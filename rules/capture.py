@@ -33,7 +33,7 @@ _RANDOM_AND_CLOCK = re.compile(
     r"^(random\.\w+|numpy\.random\.\w+|time\.(time|time_ns|perf_counter|perf_counter_ns|monotonic|monotonic_ns"
     r"|process_time|process_time_ns)|datetime\.datetime\.(now|utcnow|today)|datetime\.date\.today"
     r"|os\.urandom|secrets\.\w+|uuid\.uuid[14])$")
-# Names that hold a value which changes every decode step (the seeds' red scalars: pos0,
+# Names that hold a value which changes every decode step (the reference port's red scalars: pos0,
 # raw_row, n_raw, raw_start, n_comp, emit counters, token ids). `pos` and `position` are
 # also common names for device tensors, so they count only when annotated as host scalars.
 PER_STEP_NAMES = frozenset({
@@ -150,7 +150,7 @@ class GraphWithoutStream(Rule):
     captured tensors live on another GPU, or the current device was switched with
     `set_device`, the capture records nothing for them: on cuda:0 an empty graph ("The CUDA
     Graph is empty"), on cuda:1+ a graph that replays stale capture-time data and ignores the
-    updated input buffers (the seeds' all-zeros replay bug, fixed in `6650f06`).
+    updated input buffers (the reference port's all-zeros replay bug, fixed in `6650f06`).
 
     ## Example
         g = torch.cuda.CUDAGraph()
@@ -237,7 +237,7 @@ class ReplayOutsideStream(Rule):
     ## Why it breaks a CUDA graph
     Replay is enqueued on the current stream of the current device. On a non-default GPU,
     replaying outside the stream the graph was captured on ignores the updated input buffers
-    and returns stale capture-time results (the seeds' multi-GPU requirement: explicit
+    and returns stale capture-time results (the reference port's multi-GPU requirement: explicit
     streams for capture *and* replay).
 
     ## Example
@@ -286,7 +286,7 @@ class SetDeviceForCapture(Rule):
 
     ## Why it breaks a CUDA graph
     `set_device` changes the current device, not the stream a capture or replay uses; relying
-    on it instead of an explicit stream was the root cause of the seeds' all-zeros replay:
+    on it instead of an explicit stream was the root cause of the reference port's all-zeros replay:
     an empty graph on cuda:0 and stale replays on cuda:1+. Switching the device in the middle
     of a capture also fails with "Capture must end on the same stream it began on".
 
@@ -327,7 +327,7 @@ class SynchronizeAroundReplay(Rule):
     """Flags a global `torch.cuda.synchronize()` in code that captures or replays graphs.
 
     ## Why it breaks a CUDA graph
-    Between a graph and an eager part (the seeds' Graph A -> eager attention -> Graph B), a
+    Between a graph and an eager part (the reference port's Graph A -> eager attention -> Graph B), a
     global synchronize stalls the host until every stream drains, on every GPU for the
     argument-free form: it erases the launch-overhead gain the graph was for. Inside the
     step itself GL106 reports the same call; this rule covers the orchestration code around
@@ -472,7 +472,7 @@ class CrossDeviceCopy(Rule):
     ## Why it breaks a CUDA graph
     A graph is captured on one device's stream; a copy to another device inside it is either
     refused or recorded against buffers the other device's graph does not own, and on replay
-    the peer copy runs against capture-time addresses (the seeds' `X.to(f"cuda:{gpu}")` in
+    the peer copy runs against capture-time addresses (the reference port's `X.to(f"cuda:{gpu}")` in
     the layer loop, categories 4 and 8 of the inventory).
 
     ## Example
@@ -524,7 +524,7 @@ class FollowDeviceCopy(Rule):
 
     ## Why it breaks a CUDA graph
     On one GPU it is a no-op; as soon as the model is split across devices it is a peer copy
-    inside the graph, captured against one device's stream (the seeds'
+    inside the graph, captured against one device's stream (the reference port's
     `positions.to(rope_cos.device)` and `token_id.to(x.device)`).
 
     ## Example
@@ -583,7 +583,7 @@ class FrozenScalar(Rule):
     ## Why it breaks a CUDA graph
     A graph records kernel arguments by value. A Python int used as an offset, a bound or a
     fill value is frozen at its capture-time value: every replay writes the same cache slot,
-    reads the same rope row and keeps the same k (the seeds' red scalars: pos0, raw_row,
+    reads the same rope row and keeps the same k (the reference port's red scalars: pos0, raw_row,
     n_comp, token ids that "must move to a small device-side struct").
 
     ## Example
@@ -849,7 +849,7 @@ class PerStepBranch(Rule):
 
     ## Why it breaks a CUDA graph
     The test is evaluated once, on the host, at capture: the graph holds the branch taken then
-    and replays it at every step. The seeds' compressor boundary (`if (start_pos + 1) % ratio
+    and replays it at every step. The reference port's compressor boundary (`if (start_pos + 1) % ratio
     == 0: compress()`) then compresses at every replay or never; no error is raised.
 
     ## Example

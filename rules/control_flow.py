@@ -39,7 +39,7 @@ class DeviceCondition(Rule):
     ## Why it breaks a CUDA graph
     Python needs a bool, so the tensor is read on the host (a sync). During capture the read
     fails; if it were allowed, the graph would hold only the branch taken at capture time and
-    replay it forever (the seeds' `if group_offsets[0] != 0`).
+    replay it forever (the reference port's `if group_offsets[0] != 0`).
 
     ## Example
         if offsets[0] != 0:

@@ -49,4 +49,44 @@ class UnknownSuppression(Rule):
     fix = "name an existing rule code or name (see `graphlint rules`)"
 
 
-RULES = [ParseError, UnknownSuppression]
+class UnusedSuppression(Rule):
+    """Flags a suppression comment that suppresses nothing in this run (as ruff's RUF100).
+
+    Off by default, as RUF100 is: select it (`--select GL902`, `select = ["GL902"]`, or a
+    prefix such as GL9) to clean up suppressions whose findings were fixed.
+
+    ## Why it breaks a CUDA graph
+    It does not; but a stale `# graphlint: ignore[GL101]` hides the next real sync that lands
+    on that line, unreviewed.
+
+    ## Example
+        n = x.shape[0]  # graphlint: ignore[GL101]
+
+    ## Use instead
+    Remove the comment, or the codes in it that no longer match a finding on that line (or on
+    the first line of its statement).
+    """
+
+    code = "GL902"
+    name = "unused-suppression"
+    severity = "warning"
+    default_enabled = False
+    message = "suppression comment suppresses nothing"
+    fix = "remove the comment or the codes in it that match no finding"
+    VALID = [
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # graphlint: ignore[GL101] -- logged once per request\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: GL101\n",
+    ]
+    INVALID = [
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max()  # graphlint: ignore[GL101]\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: GL101, GL201\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x + 1  # graphlint: ignore\n",
+    ]
+
+
+RULES = [ParseError, UnknownSuppression, UnusedSuppression]

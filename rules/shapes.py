@@ -25,7 +25,7 @@ class Nonzero(Rule):
 
     ## Why it breaks a CUDA graph
     The number of indices is known only after the kernel runs: CUDA copies the count to the
-    host (a sync), and a capture fails. The seeds' MoE used `torch.where(indices == e)` to
+    host (a sync), and a capture fails. The reference port's MoE used `torch.where(indices == e)` to
     find each expert's tokens.
 
     ## Example
@@ -191,7 +191,7 @@ class Bincount(Rule):
 
     ## Why it breaks a CUDA graph
     Its size is `max(input) + 1` (at least `minlength`), so CUDA reads the maximum back to the
-    host: two syncs per call on an H200, `minlength` or not. The seeds' MoE paid it per layer.
+    host: two syncs per call on an H200, `minlength` or not. The reference port's MoE paid it per layer.
 
     ## Example
         counts = torch.bincount(topk_idx.flatten(), minlength=n_experts)

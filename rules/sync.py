@@ -18,7 +18,7 @@ class ItemCall(Rule):
 
     ## Why it breaks a CUDA graph
     `.item()` copies one value to the host and waits for every queued kernel. Eagerly it is a
-    stall per call (the seeds' mHC magnitude check cost 122 syncs per step); inside a capture
+    stall per call (the reference port's mHC magnitude check cost 122 syncs per step); inside a capture
     it raises "operation not permitted when stream is capturing".
 
     ## Example
@@ -57,7 +57,7 @@ class TolistCall(Rule):
 
     ## Why it breaks a CUDA graph
     `.tolist()` copies the whole tensor to the host and blocks; the Python list it builds is
-    frozen into nothing a graph can replay. The seeds' MoE used `bincount(...).tolist()` to
+    frozen into nothing a graph can replay. The reference port's MoE used `bincount(...).tolist()` to
     drive a Python loop over experts.
 
     ## Example

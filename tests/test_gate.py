@@ -208,7 +208,8 @@ def _check_command(line: str) -> None:
         assert (ROOT / "ci" / "gate.sh").is_file()
         return
     if words[:4] == ["python", "-m", "pip", "install"]:
-        assert words[4:] == ["graphlint"], line
+        # This project, from its repository at the pinned revision: never the index's `graphlint`.
+        assert words[4:] == ["graphlint-cuda @ git+${GRAPHLINT_REPO}@${GRAPHLINT_REV}"], line
         return
     assert words[0] == "graphlint", f"undocumented command in a template: {line}"
     command: click.Command = main

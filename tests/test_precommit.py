@@ -33,7 +33,7 @@ def hook(hook_id: str) -> dict:
 
 def test_manifest_declares_both_hooks():
     static, runtime = hook("graphlint"), hook("graphlint-runtime")
-    assert static["entry"] == "graphlint check" and static["types"] == ["python"]
+    assert static["entry"] == "graphlint check --force-exclude" and static["types"] == ["python"]
     assert static.get("pass_filenames", True) and "manual" not in static.get("stages", [])
     assert runtime["entry"] == "graphlint runtime" and runtime["stages"] == ["manual"]
     assert runtime["pass_filenames"] is False

@@ -10,20 +10,25 @@ from graphlint.analysis.rule import Example
 from graphlint.rules import ALL_RULES
 from graphlint.testing import lint_snippet
 
+def _selection(rule) -> tuple[str, ...]:
+    """The default selection, plus the rule itself when it is off by default (GL902)."""
+    return () if rule.default_enabled else ("ALL",)
+
+
 VALID = [(rule, i, code) for rule in ALL_RULES for i, code in enumerate(rule.VALID)]
 INVALID = [(rule, i, ex) for rule in ALL_RULES for i, ex in enumerate(rule.INVALID)]
 
 
 @pytest.mark.parametrize("rule,index,code", VALID, ids=[f"{r.code}-valid-{i}" for r, i, _ in VALID])
 def test_valid_example_is_not_flagged(rule, index, code):
-    found = [f for f in lint_snippet(code) if f.rule == rule.code]
+    found = [f for f in lint_snippet(code, select=_selection(rule)) if f.rule == rule.code]
     assert found == [], f"{rule.code} flagged valid example {index}:\n{code}\n{found}"
 
 
 @pytest.mark.parametrize("rule,index,example", INVALID, ids=[f"{r.code}-invalid-{i}" for r, i, _ in INVALID])
 def test_invalid_example_is_flagged(rule, index, example):
     code, expect = (example.code, example.expect) if isinstance(example, Example) else (example, None)
-    found = [f for f in lint_snippet(code) if f.rule == rule.code]
+    found = [f for f in lint_snippet(code, select=_selection(rule)) if f.rule == rule.code]
     if expect is None:
         assert found, f"{rule.code} missed invalid example {index}:\n{code}"
     else:

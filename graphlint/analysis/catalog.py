@@ -6,11 +6,16 @@ data-dependent shape op?" instead of carrying their own lists.
 """
 from __future__ import annotations
 
-import tomllib
+import sys
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
 
 
 @lru_cache(maxsize=None)

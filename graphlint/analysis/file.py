@@ -7,6 +7,8 @@ Nothing here imports or runs the analysed code.
 """
 from __future__ import annotations
 
+import ast
+
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -179,6 +181,19 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     ctx.statement = saved_statement
 
 
+def _tokenizer_position(text: str) -> dict[str, int]:
+    """Where CPython's tokenizer stops (libcst's tokenizer errors, such as mixed tabs and
+    spaces, all point at 1:1). Only compiled to a tree, never run; {} when it finds nothing."""
+    try:
+        compile(text, "<graphlint>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as error:
+        if error.lineno:
+            return {"line": error.lineno, "col": max(1, error.offset or 1)}
+    except (RecursionError, MemoryError, ValueError):
+        pass
+    return {}
+
+
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
                    external: dict | None = None, call_graph: bool = True) -> FileAnalysis:
     """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception.
@@ -195,6 +210,8 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     except cst.ParserSyntaxError as error:
         result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
                               "message": str(error).splitlines()[0] if str(error) else "syntax error"}
+        if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
+            result.parse_error.update(_tokenizer_position(text))
         return result
     except (RecursionError, ValueError) as error:
         result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}

@@ -46,6 +46,8 @@ class Rule:
     fix: ClassVar[str]
     # Capture-only rules matter inside the graph, not in an eager break (syncs matter in both).
     capture_only: ClassVar[bool] = False
+    # Off unless selected by code, prefix or ALL (as ruff's RUF100 is): rules about the run itself.
+    default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str | Example]] = []
 
@@ -59,7 +61,11 @@ class Rule:
 
     @classmethod
     def summary(cls) -> str:
-        return cls.docs().splitlines()[0] if cls.docs() else cls.message
+        """The docs' first paragraph as one line (a sentence may wrap in the docstring)."""
+        docs = cls.docs()
+        if not docs:
+            return cls.message
+        return " ".join(docs.split("\n\n", 1)[0].split())
 
 
 @dataclass

@@ -7,12 +7,62 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from graphlint import __version__
 
 _CACHE_FORMAT = 2  # 2: per-file fingerprint texts
+
+# The folder says what it is, as ruff's cache does: backup tools skip a tagged cache folder
+# (https://bford.info/cachedir/) and git ignores everything in it without a .gitignore entry.
+CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+                "# This file is a cache directory tag created by graphlint.\n"
+                "# For information about cache directory tags see https://bford.info/cachedir/\n")
+# An entry not read for this long is removed (its file was edited or deleted, or graphlint
+# changed): keys hold the content, so such an entry can never be a hit again.
+MAX_AGE_SECONDS = 30 * 24 * 3600
+_EVICT_EVERY_SECONDS = 24 * 3600
+_STAMP = ".last-eviction"
+
+
+def prepare_folder(folder: Path) -> None:
+    """Create the cache folder with its CACHEDIR.TAG and a .gitignore of `*`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by graphlint.\n*\n")):
+        marker = folder / name
+        if not marker.exists():
+            tmp = folder / f".{name}.{os.getpid()}.tmp"
+            tmp.write_text(text, encoding="utf-8")
+            os.replace(tmp, marker)
+
+
+def evict_stale(folder: Path, now: float | None = None, max_age: float = MAX_AGE_SECONDS) -> int:
+    """Remove entries neither read nor written for `max_age` seconds (reads count through the
+    file's access time, which relatime updates daily), at most once a day. Returns how many."""
+    now = time.time() if now is None else now
+    stamp = folder / _STAMP
+    try:
+        if now - stamp.stat().st_mtime < _EVICT_EVERY_SECONDS:
+            return 0
+    except OSError:
+        pass  # never evicted here yet
+    removed = 0
+    try:
+        for entry in folder.glob("??/*.json"):
+            try:
+                info = entry.lstat()
+                if now - max(info.st_atime, info.st_mtime) > max_age:
+                    entry.unlink()
+                    removed += 1
+            except OSError:
+                continue  # taken by a concurrent run, or not ours to remove
+        stamp.touch()
+        os.utime(stamp, (now, now))
+    except OSError:
+        pass  # a read-only cache still serves hits
+    return removed
 
 
 def rules_fingerprint() -> str:
@@ -40,6 +90,9 @@ class Cache:
         self.fingerprint = rules_fingerprint() if folder else ""
         self.hits = 0
         self.file_keys: list[str] = []  # of the last analyse_all, in task order ("" = uncached)
+        self._prepared = False
+        if folder is not None and folder.is_dir():
+            evict_stale(folder)
 
     def key(self, data: bytes, rel: str) -> str:
         return hashlib.blake2b(data + b"\0" + rel.encode() + self.fingerprint.encode(), digest_size=16).hexdigest()
@@ -66,6 +119,9 @@ class Cache:
         except (TypeError, ValueError):
             return False  # not JSON (a bug upstream); the run stays correct, only uncached
         try:
+            if not self._prepared:
+                prepare_folder(self.folder)
+                self._prepared = True
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text, encoding="utf-8")

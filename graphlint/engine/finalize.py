@@ -25,7 +25,8 @@ def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
                 best = max(best, 0 if pattern == "ALL" else len(pattern))
         return best
 
-    chosen = hit(select) if select else 0
+    # Without --select / select, the default set: every rule but the ones off by default (GL902).
+    chosen = hit(select) if select else (0 if BY_CODE[code].default_enabled else -1)
     dropped = hit(ignore)
     return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
 
@@ -82,6 +83,7 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                                   "end_line": line, "end_col": item.col, "statement_line": line,
                                                   "message": f"suppression names unknown rule '{token}'",
                                                   "fix": BY_CODE["GL901"].fix, "region": "module", "reached_via": ()}))
+        used: set[tuple[int, int, str]] = set()  # (line, col, token) of suppressions that matched
         for _, raw in candidates:
             code = raw["rule"]
             rule = BY_CODE[code]
@@ -97,6 +99,10 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 for item in sup_by_line.get(line, []):
                     if code != "GL901" and suppressions.matches(item, code, rule.name):
                         suppressed, reason = True, item.reason
+                        for token in item.codes or ("",):  # "": a blanket `# graphlint: ignore`
+                            single = suppressions.Suppression(item.line, (token,) if token else (), None, item.col)
+                            if suppressions.matches(single, code, rule.name):
+                                used.add((item.line, item.col, token))
             findings.append(Finding(
                 rule=code, family=rule.family(), severity=severity, path=path,
                 line=raw["line"], col=raw["col"], end_line=raw["end_line"], end_col=raw["end_col"],
@@ -104,5 +110,35 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 name=rule.name, suppressed=suppressed, suppression_reason=reason,
                 reached_via=tuple(raw["reached_via"]),
             ))
+        findings.extend(_unused_suppressions(path, sup_by_line, used, select, ignore, file_ignores, config))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _unused_suppressions(path: str, sup_by_line: dict[int, list[suppressions.Suppression]],
+                         used: set[tuple[int, int, str]], select: Sequence[str], ignore: Sequence[str],
+                         file_ignores: list[str], config: Config) -> list[Finding]:
+    """GL902 for each suppression, or code in one, that suppressed no finding of this run
+    (codes no rule has are GL901's)."""
+    rule = BY_CODE["GL902"]
+    if not _selected(rule.code, select, ignore) or (file_ignores and not _selected(rule.code, (), file_ignores)):
+        return []
+    severity = next((v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0]))
+                     if rule.code.startswith(k)), rule.severity)  # the longest key wins, as above
+    if severity == "off":
+        return []
+    out = []
+    for line, items in sorted(sup_by_line.items()):
+        for item in items:
+            tokens = item.codes or ("",)
+            unused = [token for token in tokens if (item.line, item.col, token) not in used
+                      and (token == "" or _resolve_code(token) is not None)]
+            if not unused:
+                continue
+            what = "blanket suppression" if unused == [""] else "suppression of " + ", ".join(unused)
+            out.append(Finding(
+                rule=rule.code, family=rule.family(), severity=severity, path=path, line=line, col=item.col,
+                end_line=line, end_col=item.col, function=None, region="module",
+                message=f"unused {what}: no such finding on this line or its statement", fix=rule.fix,
+                name=rule.name))
+    return out

@@ -8,13 +8,14 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from graphlint import callgraph
 from graphlint.callgraph.regions import Placement
 from graphlint.callgraph.values import package_module
 from graphlint.config import Config
 from graphlint.discovery import discover, relative_posix
+from graphlint.engine import selectors
 from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
@@ -47,18 +48,30 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
     return graph.placements, unresolved
 
 
-def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str, str]]:
+def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[str] | None = None,
+                  force_exclude: bool = False) -> list[tuple[str, str]]:
+    """(path relative to the root, path to open) of every file to analyse. Raises PathProblem
+    for a named path that cannot be checked; what a walk cannot read goes to `problems`."""
     root = config.root.resolve()
-    return [(relative_posix(file, root), str(file)) for file in discover(paths, root, config.exclude)]
+    files = discover(paths, root, config.exclude, config.extend_exclude, problems=problems,
+                     force_exclude=force_exclude or config.force_exclude, respect_gitignore=config.respect_gitignore)
+    return [(relative_posix(file, root), str(file)) for file in files]
 
 
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
-          jobs: int | None = None, cache_dir: Path | None = None) -> StaticResult:
-    """The static half of a report, findings fingerprinted. Raises FileNotFoundError for a path
-    that does not exist."""
+          jobs: int | None = None, cache_dir: Path | None = None, force_exclude: bool = False,
+          tasks: list[tuple[str, str]] | None = None,
+          progress: Callable[[str, int], None] | None = None) -> StaticResult:
+    """The static half of a report, findings fingerprinted. Raises PathProblem for a named path
+    that cannot be checked; paths a folder walk could not read are listed in `skipped`."""
     started = time.perf_counter()
     stats: dict[str, Any] = {}
-    tasks = collect_tasks(paths, config)
+    problems: list[str] = []
+    # `tasks` given: (name to report, file to read) pairs, e.g. a source read from stdin.
+    tasks = collect_tasks(paths, config, problems, force_exclude) if tasks is None else tasks
+    config, select, ignore = selectors.validate_config(config, select, ignore)
+    progress = progress or (lambda phase, files: None)  # (phase, number of files): a long check shows it
+    progress("analysing", len(tasks))
     cache = Cache(cache_dir)
     files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points)
     # Facts across functions: parameters from call sites, returns, inherited attributes.
@@ -67,15 +80,17 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     extra: dict[str, Any] = {}
     # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
     if config.entry_points or any(f.get("marker") == "entry" for file in files for f in file.get("functions", [])):
+        progress("call graph and regions", len(files))
         placements, extra["unresolved_calls"] = _call_graph_regions(files, config, cache)
-    select = tuple(select) or config.select
-    ignore = tuple(ignore) + config.ignore
     texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
                             for raw, pair in zip(file["findings"], file["fingerprint_texts"])}
              for file in files if file.get("fingerprint_texts")}
+    progress("findings", len(files))
     with gc_paused():
         findings = fingerprint_findings(finalize(files, config, select, ignore, placements), config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.unresolved_calls = extra.get("unresolved_calls", [])
+    if problems:
+        result.extra["skipped"] = problems
     result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
     return result

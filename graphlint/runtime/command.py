@@ -7,7 +7,11 @@ even on exit 2, with the error in it. `--lint` adds the static half and the cros
 from __future__ import annotations
 
 import sys
+import threading
+import time
 import traceback
+from contextlib import contextmanager
+from typing import Iterator
 
 import click
 
@@ -15,7 +19,53 @@ from graphlint.runtime.harness import run_harness
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
-__all__ = ["runtime_command", "run_harness"]
+__all__ = ["runtime_command", "run_harness", "runtime_progress"]
+
+HEARTBEAT_SECONDS = 30  # off a terminal, a "still running" line this often
+
+
+def _real_stderr() -> bool:
+    """stderr is a file descriptor (a terminal, a pipe, a CI log), not a stream captured in
+    process (a caller collecting the report), which gets no progress lines."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return False
+    return True
+
+
+@contextmanager
+def runtime_progress(target: str | None, quiet: bool = False) -> Iterator[None]:
+    """Say on stderr, at once, what runs, and that it is still running: a rich spinner on a
+    terminal, plain start and end lines otherwise (CI logs); nothing with `quiet` or when stderr
+    is captured in process. stdout stays the report's."""
+    if quiet or not _real_stderr():
+        yield
+        return
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+    what = f"graphlint runtime: running {target or 'the default target'}"
+    started = time.monotonic()
+    if console.is_terminal:
+        with console.status(f"{what} (sync detection, trial capture, replay, bench)"):
+            yield
+    else:
+        click.echo(f"{what}: sync detection, trial capture, replay, bench ...", err=True)
+        done = threading.Event()
+
+        def heartbeat() -> None:  # a CI log shows the run is alive, not hung
+            while not done.wait(HEARTBEAT_SECONDS):
+                click.echo(f"graphlint runtime: still running ({time.monotonic() - started:.0f} s)", err=True)
+
+        # A daemon thread, stopped below: it never keeps graphlint alive after its report.
+        beat = threading.Thread(target=heartbeat, name="graphlint-progress", daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+    click.echo(f"graphlint runtime: done in {time.monotonic() - started:.1f} s", err=True)
 
 
 def _report(runtime: dict | None, errors: list[str]):
@@ -79,26 +129,31 @@ def _emit(report, fmt: str, output: str | None) -> None:
                    "CUDA-graph skips and outputs vs eager, at the user's lines.")
 @click.option("--compile-backend", type=click.Choice(["inductor", "aot_eager", "eager"]), default="inductor",
               show_default=True, help="inductor = mode reduce-overhead; aot_eager/eager check dynamo only (faster).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
                     output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
                     no_bench: bool, step_timeout: float, lint_sources: bool, compile_step: bool = False,
-                    compile_backend: str = "inductor") -> None:
+                    compile_backend: str = "inductor", quiet: bool = False) -> None:
     """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
 
     TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
-    default: the bundled graph-safe DSV4 step. Shorthands: `reference` (the known-bad port, same as
-    --reference) and `graph-safe`. Without CUDA every phase is emulated on the CPU.
+    default: `runtime-target` from [tool.graphlint]. Shorthands: `default` or `graph-safe` (the
+    bundled graph-safe DSV4 demo step) and `reference` (the known-bad port, same as --reference).
+    Without CUDA every phase is emulated on the CPU.
     """
     try:
         if reference and target:
             raise UsageError("give either TARGET or --reference, not both")
+        if target is None and not reference:
+            target = _configured_target()
         options = dict(parse_option(text) for text in raw_options)
         try:
             import torch  # noqa: F401
         except ImportError as exc:
-            raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint[runtime]'") from None
-        runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
-                              atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
+            raise UsageError(f"the runtime harness needs torch ({exc}); pip install 'graphlint-cuda[runtime]'") from None
+        with runtime_progress("reference" if reference else target, quiet):
+            runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
+                                  atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
         if compile_step:
             from graphlint.runtime.compile_report import run_phase
 
@@ -130,6 +185,21 @@ def lint_and_join(report) -> None:
     report.static = lint_target.lint(report.runtime, config)
     report.crosscheck = crosscheck.join(report.static.findings, report.runtime, config.root, Path.cwd(),
                                         report.static.files)
+
+
+def _configured_target() -> str:
+    """`runtime-target` from the config in force; without one, a usage error: running the
+    bundled demo model in someone else's project would report a PASS about nothing of theirs."""
+    from graphlint.config import ConfigError, load
+
+    try:
+        configured = load().runtime_target
+    except ConfigError as error:
+        raise UsageError(str(error)) from None
+    if configured is None:
+        raise UsageError("no target: pass TARGET (module:callable or path/to/file.py:callable), set "
+                         "`runtime-target` in [tool.graphlint], or pass `default` for the bundled DSV4 demo step")
+    return configured
 
 
 def _fail(message: str, output: str | None, trace: str | None = None) -> None:

@@ -1,5 +1,6 @@
-"""Write a finished report in the chosen format (text, JSON, SARIF, GitHub annotations), to
-stdout or atomically to a file: the one place every command hands its report to a view.
+"""Write a finished report in the chosen format (text, JSON, SARIF, GitHub annotations, GitLab
+code quality, JUnit), to stdout or atomically to a file: the one place every command hands its
+report to a view. A closed stdout (a pager or `head` that quit) ends the output quietly.
 """
 from __future__ import annotations
 
@@ -12,9 +13,31 @@ import click
 from graphlint.report import Report, dumps, write_atomic
 
 
+def silence_stdout() -> None:
+    """The reader of stdout went away (`graphlint rules | head -1`): stop writing, quietly.
+    Pointing the descriptor at /dev/null keeps the interpreter's last flush from failing."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+
+
 def render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool = False,
-                  statistics: bool = False, show_suppressed: bool = False) -> None:
-    """Write the report in one format, to a file (atomically) or stdout."""
+                  statistics: bool = False, show_suppressed: bool = False, color: bool | None = None,
+                  sources: dict[str, str] | None = None) -> None:
+    """Write the report in one format, to a file (atomically) or stdout; a closed stdout
+    (a pager or `head` that quit) ends the output quietly."""
+    try:
+        _render_report(report, fmt, output, root, quiet, statistics, show_suppressed, color, sources)
+    except BrokenPipeError:
+        silence_stdout()
+
+
+def _render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool, statistics: bool,
+                   show_suppressed: bool, color: bool | None, sources: dict[str, str] | None) -> None:
     if fmt == "json":
         text = dumps(report)
     elif fmt == "sarif":
@@ -25,12 +48,20 @@ def render_report(report: Report, fmt: str, output: str | None, root: Path, quie
         from graphlint.views.github import to_annotations
 
         text = to_annotations(report)
+    elif fmt == "gitlab":
+        from graphlint.views.gitlab import to_code_quality
+
+        text = to_code_quality(report)
+    elif fmt == "junit":
+        from graphlint.views.junit import to_junit
+
+        text = to_junit(report)
     else:
         buffer = io.StringIO() if output else sys.stdout
         from graphlint.views.text import render
 
         render(report, buffer, root, quiet=quiet, statistics=statistics, show_suppressed=show_suppressed,
-               color=None if not output else False)
+               color=color if not output else False, sources=sources)
         if not output:
             return
         text = buffer.getvalue()

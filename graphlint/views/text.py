@@ -1,37 +1,101 @@
-"""The text view: findings grouped by file (`path:line:col CODE message`), the source line
-with a marker under the flagged range, the fix, then counts. Rich colours on a terminal,
-plain text otherwise."""
+"""The text view: findings grouped by file (`path:line:col CODE message`, paths relative to the
+current folder as ruff prints them), the source line with a marker under the flagged range, the
+fix, then counts. Rich colours on a terminal (rich's own NO_COLOR / FORCE_COLOR handling),
+plain text otherwise. Control characters in source lines and messages are shown escaped, never
+sent to the terminal; tabs and wide characters keep the marker under the flagged range."""
 from __future__ import annotations
 
+import os
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import TextIO
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
 from graphlint.report import Finding, Report
 from graphlint.runtime.crosscheck import confirmation, describe, marks
 
+TAB_SIZE = 4  # tabs in shown source lines expand to this many columns (ruff's default indent width)
 
-def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]]) -> str | None:
+
+def _escaped(char: str) -> str | None:
+    """The visible form of a character a terminal would act on (ESC, BEL, CR, bidi controls,
+    line separators); None for an ordinary one."""
+    if char == "\t":
+        return None
+    if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+        code = ord(char)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return None
+
+
+def printable(text: str) -> str:
+    """`text` with control characters escaped (tabs as spaces)."""
+    if text.isprintable():
+        return text
+    return "".join(_escaped(char) or (" " * TAB_SIZE if char == "\t" else char) for char in text)
+
+
+def shown_line(line: str, start: int, end: int) -> tuple[str, int, int]:
+    """The source line as shown (tabs expanded, control characters escaped) and the terminal
+    cells before and under the 0-based character range [start, end), for the marker."""
+    out: list[str] = []
+    cells = before = under = 0
+    for index, char in enumerate(line):
+        if char == "\t":
+            piece = " " * (TAB_SIZE - cells % TAB_SIZE)
+        else:
+            piece = _escaped(char) or char
+        width = cell_len(piece)
+        if index < start:
+            before += width
+        elif index < end:
+            under += width
+        cells += width
+        out.append(piece)
+    if start >= len(line):
+        before = cells + (start - len(line))
+    return "".join(out), before, max(1, under)
+
+
+def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]],
+                 sources: dict[str, str] | None = None) -> str | None:
     if finding.path not in cache:
-        try:
-            cache[finding.path] = (root / finding.path).read_text("utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            cache[finding.path] = []
+        if sources is not None and finding.path in sources:
+            cache[finding.path] = sources[finding.path].splitlines()
+        else:
+            try:
+                cache[finding.path] = (root / finding.path).read_text("utf-8").splitlines()
+            except (OSError, UnicodeDecodeError):
+                cache[finding.path] = []
     lines = cache[finding.path]
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
 
 
+def display_path(root: Path, path: str) -> str:
+    """A report path (relative to the project root) as seen from the current folder."""
+    if path == "-":
+        return path
+    try:
+        return printable(os.path.relpath(root / path, Path.cwd()))
+    except ValueError:  # another drive on Windows
+        return printable(path)
+
+
 def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, statistics: bool = False,
-           show_suppressed: bool = False, color: bool | None = None) -> None:
-    console = Console(file=stream, highlight=False, soft_wrap=True,
-                      force_terminal=color, no_color=color is False, width=200 if not stream.isatty() else None)
+           show_suppressed: bool = False, color: bool | None = None, sources: dict[str, str] | None = None) -> None:
+    """`color` None: rich decides (a terminal, NO_COLOR, FORCE_COLOR, TERM); True or False: forced.
+    `sources` holds texts that are not on disk (stdin), by report path."""
+    # no_color=None, not False: False would override rich's reading of NO_COLOR.
+    console = Console(file=stream, highlight=False, soft_wrap=True, force_terminal=color,
+                      no_color=True if color is False else None, width=200 if not stream.isatty() else None)
     static = report.static
     if static is not None:
         shown = [f for f in static.findings if show_suppressed or not f.suppressed]
-        sources: dict[str, list[str]] = {}
+        lines_by_path: dict[str, list[str]] = {}
         current = None
         marked = marks(report.crosscheck)
         if not quiet:
@@ -39,31 +103,32 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                 if finding.path != current:
                     if current is not None:
                         console.print()
-                    console.print(f"[bold underline]{escape(finding.path)}[/]")
+                    console.print(f"[bold underline]{escape(display_path(root, finding.path))}[/]")
                     current = finding.path
                 style = "red" if finding.severity == "error" else "yellow"
                 tag = " [dim](suppressed)[/]" if finding.suppressed else ""
                 seen = confirmation(marked, finding)
                 if seen:
-                    tag += f" [bold magenta](confirmed at runtime: {escape(describe(seen))})[/]"
-                console.print(f"{escape(finding.path)}:{finding.line}:{finding.col} "
-                              f"[bold {style}]{finding.rule}[/] {escape(finding.message)} "
-                              f"[dim]\\[{finding.name}][/]{tag}")
-                line = _source_line(root, finding, sources)
+                    tag += f" [bold magenta](confirmed at runtime: {escape(printable(describe(seen)))})[/]"
+                console.print(f"{escape(display_path(root, finding.path))}:{finding.line}:{finding.col} "
+                              f"[bold {style}]{escape(printable(finding.rule))}[/] {escape(printable(finding.message))} "
+                              f"[dim]\\[{escape(printable(finding.name))}][/]{tag}")
+                line = _source_line(root, finding, lines_by_path, sources)
                 if line is not None:
-                    width = (finding.end_col - finding.col) if finding.end_line == finding.line else len(line) - finding.col + 1
-                    console.print(f"  [dim]{finding.line:>5} |[/] {escape(line)}")
-                    console.print(f"  [dim]      |[/] {' ' * (finding.col - 1)}[{style}]{'^' * max(1, width)}[/]")
+                    end = finding.end_col - 1 if finding.end_line == finding.line else len(line)
+                    text, before, under = shown_line(line, finding.col - 1, max(end, finding.col))
+                    console.print(f"  [dim]{finding.line:>5} |[/] {escape(text)}")
+                    console.print(f"  [dim]      |[/] {' ' * before}[{style}]{'^' * under}[/]")
                 if finding.reached_via:
-                    console.print(f"  [dim]reached via:[/] {escape(' -> '.join(finding.reached_via))}")
-                console.print(f"  [green]fix:[/] {escape(finding.fix)}")
+                    console.print(f"  [dim]reached via:[/] {escape(printable(' -> '.join(finding.reached_via)))}")
+                console.print(f"  [green]fix:[/] {escape(printable(finding.fix))}")
             if shown:
                 console.print()
         if statistics:
             counts = Counter((f.rule, f.name) for f in static.findings if not f.suppressed)
             for (code, name), count in sorted(counts.items()):
                 console.print(f"{count:>6}  {code}  {name}")
-    if report.runtime is not None:
+    if report.runtime is not None and not quiet:  # -q: the summary line only, as for the static half
         from graphlint.runtime.render import render_runtime
 
         render_runtime(report.runtime, console)
@@ -72,7 +137,7 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
 
         render_crosscheck(report.crosscheck, console)
     for error in report.errors:
-        console.print(f"[bold red]error:[/] {escape(error)}")
+        console.print(f"[bold red]error:[/] {escape(printable(error))}")
     summary = report.summary()
     files = len(static.files) if static is not None else 0
     verdict_style = "green" if summary["verdict"] == "pass" else "red"

@@ -225,7 +225,7 @@ def test_check_runtime_compile_puts_the_compile_part_in_the_same_report(tmp_path
 
     out = tmp_path / "report.json"
     clean = target("clean")
-    result = CliRunner().invoke(main, ["check", clean.split(":")[0], "--runtime", clean, "--runtime-compile",
+    result = CliRunner().invoke(main, ["check", clean.split(":")[0], "--runtime-target", clean, "--runtime-compile",
                                        "--no-cache", "--format", "json", "-o", str(out)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     runtime = json.loads(out.read_text())["runtime"]

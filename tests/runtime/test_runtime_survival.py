@@ -100,7 +100,7 @@ def test_json_on_stdout_holds_no_print_of_the_target():
 def test_check_runtime_keeps_the_static_half_when_the_target_exits(tmp_path):
     out = tmp_path / "both.json"
     result = CliRunner().invoke(main, ["check", "--no-cache", "tests/runtime/targets/item_sync.py",
-                                       "--runtime", target("misbehave", "make_exiting"), "--format", "json",
+                                       "--runtime-target", target("misbehave", "make_exiting"), "--format", "json",
                                        "-o", str(out)])
     assert result.exit_code == 1
     report = json.loads(out.read_text())
@@ -113,7 +113,7 @@ def test_check_runtime_keeps_the_static_half_when_the_target_exits(tmp_path):
 def test_check_runtime_with_an_unloadable_target_still_writes_the_static_half(tmp_path):
     out = tmp_path / "both.json"
     result = CliRunner().invoke(main, ["check", "--no-cache", "tests/runtime/targets/item_sync.py",
-                                       "--runtime", "nosuchmodule_graphlint:make", "--format", "json", "-o", str(out)])
+                                       "--runtime-target", "nosuchmodule_graphlint:make", "--format", "json", "-o", str(out)])
     assert result.exit_code == 2
     report = json.loads(out.read_text())
     assert [f["rule"] for f in report["static"]["findings"]] == ["GL101"]
