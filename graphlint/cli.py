@@ -101,12 +101,18 @@ def main() -> None:
               help="Fail only on findings not in this baseline (see `graphlint baseline write`).")
 @click.option("--diff", "diff_rev", metavar="REV",
               help="Report only on .py files changed since git revision REV (plus untracked files).")
+@click.option("--sweep", is_flag=True,
+              help="Treat every function as per-step (a grep-like sweep) instead of finding the captured region.")
 def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
           config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
           no_cache: bool, cache_dir: str | None, runtime_target: str | None, baseline_file: str | None,
-          diff_rev: str | None) -> None:
+          diff_rev: str | None, sweep: bool = False) -> None:
     """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
     config = load_config(config_file)
+    if sweep:
+        import dataclasses
+
+        config = dataclasses.replace(config, regions="sweep")
     targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev)
     outcome = _apply_baseline(static, baseline_file, config.root) if baseline_file else None
     report = Report(tool_version=__version__, config={**config.to_dict(), "checked": [str(t) for t in targets]},
@@ -152,8 +158,8 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
                 fail(str(error))
                 raise  # unreachable
             changed = [relative_posix(p, config.root.resolve()) for p in changed_paths]
-            if not config.entry_points:
-                # Without entry points a file's regions do not depend on other files: analyse only these.
+            if config.regions == "sweep":
+                # In a sweep a file's regions do not depend on other files: analyse only these.
                 wanted = set(changed)
                 analysed = [full for rel, full in collect_tasks(targets, config) if rel in wanted]
         static = run_check(analysed, config, split_list(select), split_list(ignore), jobs=jobs, cache_dir=cache_folder)

@@ -13,7 +13,8 @@ from typing import Any, Sequence
 
 import libcst as cst
 
-from graphlint.analysis.call_facts import callgraph_facts
+from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
+from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports
@@ -56,6 +57,7 @@ class FileFinding:
     message: str
     fix: str
     source_line: str
+    zone: str | None = None  # one-time branch or capture block the finding lies in
 
 
 @dataclass
@@ -163,8 +165,15 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
+    zones = _zones(node, ctx) if type(node) in (cst.If, cst.With) else None
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
+    elif zones:
+        saved_zone = ctx.zone
+        for child in dispatch.children(node):
+            ctx.zone = zones.get(id(child), saved_zone)
+            _walk(child, ctx, dispatch)
+        ctx.zone = saved_zone
     else:
         for child in dispatch.children(node):
             _walk(child, ctx, dispatch)
@@ -172,6 +181,29 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth -= 1
     ctx.statement = saved_statement
+
+
+def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
+    """Children of an `if` or `with` that run once (training-only, lazy initialisation) or
+    inside a capture (`with torch.cuda.graph(...)`), by id."""
+    if type(node) is cst.If:
+        blocks = one_time_blocks(node)
+        return {id(block): kind for block, kind in blocks} if blocks else None
+    for item in node.items:
+        if isinstance(item.item, cst.Call) and ctx.qualified(item.item.func) in GRAPH_CONTEXTS:
+            return {id(node.body): "capture-block"}
+    return None
+
+
+def _capture_facts(functions: Sequence[FunctionInfo], imports: Any) -> dict[str, tuple[list, Any, Any]]:
+    """qualname -> (capture sites, first replay, compile decorator) for functions with any."""
+    found = {}
+    for info in functions:
+        sites, replay = capture_sites(info.node, imports)
+        decorator = decorator_captures(info.node, imports)
+        if sites or replay is not None or decorator is not None:
+            found[info.qualname] = (sites, replay, decorator)
+    return found
 
 
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False) -> FileAnalysis:
@@ -200,8 +232,11 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         function_facts = inference.run_function(info.node, is_method=info.class_name is not None)
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
-    needs_positions = bool(raw) or any(f.marker for f in functions)
-    positions = node_positions(module, [f.node.name for f in functions]
+    captures = _capture_facts(functions, imports)
+    needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
+    capture_nodes = [n for sites, replay, decorator in captures.values()
+                     for n in [*(site.node for site in sites), replay, decorator] if n is not None]
+    positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
     lines = text.splitlines()
     for info in functions:
@@ -223,8 +258,20 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
             source_line=lines[where.start.line - 1] if 0 < where.start.line <= len(lines) else "",
+            zone=item.zone,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).
-    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+    result.extra["calls"] = calls = callgraph_facts(module, imports, functions, facts)
+    for qualname, (sites, replay, decorator) in captures.items():
+        entry = calls["functions"].get(qualname)
+        if entry is None:
+            continue
+        # [kind, line, [callee expressions]]: the call graph resolves the callees.
+        entry["captures"] = [[site.kind, positions[site.node].start.line,
+                              [e for e in (encode(c) for c in site.callees if not is_library_method(c)) if e is not None]] for site in sites]
+        if decorator is not None:
+            entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
+        if replay is not None:
+            entry["replays"] = positions[replay].start.line
     return result

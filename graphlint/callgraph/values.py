@@ -54,10 +54,17 @@ def package_module(path: str, root: Path) -> str:
     full = full.resolve()
     parts = [] if full.name == "__init__.py" else [full.stem]
     folder = full.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    while folder.parent != folder and ((folder / "__init__.py").is_file() or _namespace_portion(folder)):
         parts.insert(0, folder.name)
         folder = folder.parent
     return ".".join(parts) if parts else full.stem
+
+
+def _namespace_portion(folder: Path) -> bool:
+    """A folder without `__init__.py` inside a regular package (within two levels): Python
+    imports it as a namespace subpackage (`pkg/ns/mod.py` is `pkg.ns.mod`)."""
+    return folder.name.isidentifier() and any(
+        (up / "__init__.py").is_file() for up in (folder.parent, folder.parent.parent) if up != up.parent)
 
 
 class Project:
@@ -90,6 +97,9 @@ class Project:
             self.modules.setdefault(module, path)
             self.module_of[path] = module
             self.alt_module_of[path] = module_name(path)
+            # The path-based name too: a namespace package linted from its parent folder.
+            if "/" in path and all(p.isidentifier() for p in self.alt_module_of[path].split(".")):
+                self.modules.setdefault(self.alt_module_of[path], path)
             self.is_package[path] = path.endswith("__init__.py")
             self.imports[path] = dict(facts.get("imports", {}))
             self.globals[path] = {k: _freeze(v) for k, v in facts.get("globals", {}).items()}
@@ -111,10 +121,15 @@ class Project:
                     "returns": _freeze(data.get("returns", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
+                if "captures" in data:
+                    self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
+                if "replays" in data:
+                    self.functions[(path, qualname)]["replays"] = data["replays"]
         self.project_tops = {name.split(".")[0] for name in [*self.modules, *self.skipped]}
         self._memo: dict[tuple, frozenset] = {}
         self._active: set[tuple] = set()
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
+        self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -317,7 +332,10 @@ class Project:
         out = set()
         for value in values:
             if value[0] == CLS:
+                # A value typed as a class may be any linted subclass: calls on it reach every
+                # override (`self.layers[i].update(...)` on a cache layer base class).
                 out.add((INST, value[1]))
+                out.update((INST, sub) for sub in self.subclasses(value[1]))
             elif value[0] in (EXT, PEXT):
                 out.add(value)
         return out
@@ -344,6 +362,15 @@ class Project:
                     outside.append(value)
         self._mro[cls] = (order, outside)
         return order, outside
+
+    def subclasses(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
+        """The linted classes that derive from `cls` (directly or not)."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for other in self.classes:
+                for base in self.mro(other)[0][1:]:
+                    self._subclasses.setdefault(base, []).append(other)
+        return self._subclasses.get(cls, [])
 
     def member(self, cls: tuple[str, str], attr: str, self_class: tuple[str, str] | None,
                instance: bool = True, after: tuple[str, str] | None = None) -> set:
@@ -585,6 +612,13 @@ class Project:
                 if value[0] == DICT:
                     items |= value[2]
             return {(DICT, _EMPTY, frozenset(items))}
+        if dotted in ("itertools.islice", "itertools.chain"):
+            # `islice(self.layers, start, end)` (pipeline-parallel models) iterates the modules.
+            count = 1 if short == "islice" else len(args)
+            items = set()
+            for index in range(count):
+                items |= self.element(self._arg(args, index, scope))
+            return {(LIST, frozenset(items))}
         if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
             return set(self._arg(args, 0, scope))  # calling a partial calls its function
         return {(EXT, _join(dotted, "()"))}
