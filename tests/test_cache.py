@@ -21,8 +21,10 @@ from graphlint.report import Report, dumps
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "regions"
 
-SYNC = "import torch\n\ndef step(x: torch.Tensor):\n    return x.max().item()\n"
-ALLOC = "import torch\n\ndef step(x: torch.Tensor):\n    y = torch.zeros(4, device='cuda')\n    return x + y\n"
+# nn.Module forwards: per-step code without configuration, beside the model package.
+SYNC = "import torch\n\nclass Step(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x.max().item()\n"
+ALLOC = ("import torch\n\nclass Step(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+         "        y = torch.zeros(4, device='cuda')\n        return x + y\n")
 
 
 def text(static) -> str:

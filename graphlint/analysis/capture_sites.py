@@ -168,7 +168,9 @@ def _assigned(body: cst.CSTNode, target_text: str) -> bool:
 
 def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
     """(kind, negated) for an `if` test that selects one-time code: kind is TRAINING_ONLY or
-    LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`)."""
+    LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`).
+    Lazy initialisation tests an attribute (`self.buf is None`, `not self._initialized`,
+    `not hasattr(self, "x")`) that the branch sets."""
     if _is_self_training(test):
         return TRAINING_ONLY, False
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
@@ -179,7 +181,7 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         if _is_self_training(inner):
             return TRAINING_ONLY, True
         name = dotted(inner)
-        if name is not None:
+        if name is not None and "." in name:
             short = name.rsplit(".", 1)[-1].lower()
             if any(word in short for word in _INIT_WORDS) or _assigned(body, name):
                 return LAZY_INIT, False
@@ -189,7 +191,9 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
             and isinstance(test.comparisons[0].operator, cst.Is)
             and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
         name = dotted(test.left)
-        if name is not None and _assigned(body, name):
+        # Only state that outlives the call (`self.buf`): `if x is None: x = ...` on a local or
+        # a parameter is a default taken every step.
+        if name is not None and "." in name and _assigned(body, name):
             return LAZY_INIT, False
     return None, False
 

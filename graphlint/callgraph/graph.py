@@ -25,7 +25,8 @@ from typing import Any, Mapping, Sequence
 
 from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
 from graphlint.config import Config, ConfigError
-from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, listed, module_name
+from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
+                                         module_name)
 
 
 # Tensor methods that nn.Module (and so a linted class) also defines: on a value of unknown
@@ -183,14 +184,12 @@ def _is_module(project: Project, cls: tuple[str, str]) -> bool:
 
 
 def _forward_roots(project: Project) -> list[tuple[tuple, str]]:
-    """Every `forward` a linted class defines: an nn.Module's, or a plain class's that follows
-    the same protocol (a reference port, a backend implementation called from a module)."""
+    """Every `forward` of a linted nn.Module subclass."""
     roots = []
     for cls, info in project.classes.items():
         key = (cls[0], f"{cls[1]}.forward")
-        if "forward" in info["methods"] and key in project.functions:
-            kind = "nn.Module" if _is_module(project, cls) else "class"
-            roots.append(((FN, key, cls), f"forward of {kind} {cls[1]} (no resolved capture site)"))
+        if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
+            roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
     return roots
 
 
@@ -216,6 +215,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     has_sites = any(project.functions[key].get("captures") for key in project.functions)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
     roots = entries + sites + fallback
+    if not roots and not orchestration:
+        return _sweep(project, files, config, orchestration, unresolved, names)
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}
     parent: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -304,6 +305,23 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
     graph.fallback = bool(fallback)
     graph.warmed_up = _warmed_by_caller(project)
+    return graph
+
+
+def _sweep(project: Project, files: Sequence[Mapping[str, Any]], config: Config, orchestration: dict,
+           unresolved: dict, names: dict) -> CallGraph:
+    """No root and no capture or replay at all (loose functions, or plain classes, linted
+    alone): nothing says where the step is, so every function is per-step, as in the sweep
+    mode, except host code."""
+    graph = CallGraph(names=names)
+    why = "no capture site, forward or entry point in the linted files: every function is per-step"
+    for key, placement in default_placements(files, config.host, config.eager).items():
+        if placement.region == CAPTURED and key in orchestration:
+            placement = Placement(HOST, (), orchestration[key])
+        elif placement.region == CAPTURED:
+            placement = Placement(CAPTURED, (), why)
+        graph.placements[key] = placement
+    graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
     return graph
 
 
