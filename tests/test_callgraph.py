@@ -248,7 +248,7 @@ def test_facts_are_json_and_survive_the_cache(tmp_path):
     config = Config(root=FIXTURES, entry_points=("servepkg.model:Decoder.decode_step",))
     files = analyse_all(collect_tasks([FIXTURES], config), 1, Cache(None))
     with_facts = [file for file in files if file["extra"].get("calls")]
-    assert len(with_facts) == 6  # __init__.py never mentions torch: skipped before parsing
+    assert len(with_facts) == 7  # __init__.py never mentions torch, but it imports: parsed for the graph
     for file in with_facts:
         assert json.loads(json.dumps(file["extra"]["calls"])) == file["extra"]["calls"]
     first = check([FIXTURES], config, jobs=1, cache_dir=tmp_path)
@@ -266,7 +266,7 @@ def test_module_names_follow_packages_on_disk(tmp_path):
     assert package_module("not/on/disk.py", tmp_path) == "not.on.disk"
 
 
-def test_a_reexport_through_a_skipped_init_is_unresolved_with_the_reason(tmp_path):
+def test_a_reexport_through_a_package_init_is_followed(tmp_path):
     write(tmp_path, {"pkg/__init__.py": "from .impl import step_impl\n", "pkg/impl.py": """
         import torch
 
@@ -279,10 +279,10 @@ def test_a_reexport_through_a_skipped_init_is_unresolved_with_the_reason(tmp_pat
         def step(x: torch.Tensor):
             return step_impl(x)
         """})
+    # The `__init__.py` never mentions torch, but it imports: it is parsed, so its re-export resolves.
     graph = build(tmp_path, "app:step")
-    assert reached(graph) == {"step": "captured"}
-    [item] = graph.unresolved
-    assert item["call"] == "step_impl" and "pkg/__init__.py" in item["reason"] and "skipped" in item["reason"]
+    assert reached(graph) == {"step": "captured", "step_impl": "captured"}
+    assert graph.unresolved == []
 
 
 def test_a_transformers_style_decoder_resolves_layers_and_attention_and_names_what_it_cannot(tmp_path):

@@ -180,3 +180,50 @@ def test_json_findings_carry_the_region_reason(tmp_path):
     assert all(f["region_reason"].startswith("capture site at") for f in data["static"]["findings"])
     swept = CliRunner().invoke(main, ["check", str(ENGINE / "minivllm"), "--no-cache", "-j", "1", "--sweep", "-q"])
     assert swept.exit_code == 1 and "errors" in swept.output
+
+
+def test_training_lazy_and_prefill_branches_are_not_per_step(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor, meta):
+                if meta.is_decoding:
+                    y = x * 2
+                else:
+                    n = x.sum().item()          # prefill runs eagerly
+                if not self.training:
+                    y = x
+                else:
+                    m = x.max().item()          # training only
+                if meta.is_prefill:
+                    k = x.min().item()          # prefill runs eagerly
+                if self.table is None:
+                    self.table = torch.zeros(8, device=x.device)   # lazy initialisation
+                if not self._initialized:
+                    self.setup(x)
+                position = None
+                if position is None:
+                    position = torch.arange(4, device=x.device)    # a default taken every step
+                return x.mean().item() + position
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 24), ("GL401", 23)]
+
+
+def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        def build_table(x: torch.Tensor):
+            return torch.zeros(int(x.max().item()))
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor):
+                if self.table is None:
+                    self.table = build_table(x)
+                return x * 2
+        """))
+    assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []

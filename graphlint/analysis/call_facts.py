@@ -241,7 +241,7 @@ class _FunctionWalker:
             if type(node.orelse) is cst.If:
                 self._branch(node.orelse, id(node.orelse) in once)
             elif node.orelse is not None:
-                self._branch(node.orelse.body, id(node.orelse.body) in once)
+                self._branch(node.orelse.body, id(node.orelse) in once)
         elif kind is cst.For:
             self.expr(node.iter)
             self.bind(node.target, ["it", _enc(node.iter)])

@@ -1,6 +1,6 @@
 """Per-file facts that decide regions without configuration: where a function captures a CUDA
-graph (and what it captures), whether it replays one, and which of its branches run only once
-(training-only, lazy first-call initialisation) so they are not per-step.
+graph (and what it captures), whether it replays one, and which of its branches are not part
+of the captured decode step (training-only, lazy first-call initialisation, prefill-only).
 
 Capture sites: `with torch.cuda.graph(...)` (its body), `g.capture_begin()` ... `g.capture_end()`
 (the statements between), `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f,
@@ -27,6 +27,11 @@ _INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setu
 
 TRAINING_ONLY = "training-only"
 LAZY_INIT = "lazy-init"
+PREFILL_ONLY = "prefill-only"
+# Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
+# (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
+_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling"})
+_DECODE_FLAGS = frozenset({"is_decoding", "is_decode"})
 
 
 @dataclass
@@ -173,6 +178,12 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
     `not hasattr(self, "x")`) that the branch sets."""
     if _is_self_training(test):
         return TRAINING_ONLY, False
+    flag, negated = (test.expression, True) if (
+        isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
+    if isinstance(flag, cst.Attribute) and flag.attr.value in _PREFILL_FLAGS:
+        return PREFILL_ONLY, negated
+    if isinstance(flag, cst.Attribute) and flag.attr.value in _DECODE_FLAGS:
+        return PREFILL_ONLY, not negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
@@ -204,6 +215,5 @@ def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:
     if kind is None:
         return []
     if negated:
-        orelse = node.orelse
-        return [(orelse.body if isinstance(orelse, cst.Else) else orelse, kind)] if orelse is not None else []
+        return [(node.orelse, kind)] if node.orelse is not None else []  # an Else, or an elif's If
     return [(node.body, kind)]

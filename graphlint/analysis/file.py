@@ -209,7 +209,8 @@ def _capture_facts(functions: Sequence[FunctionInfo], imports: Any) -> dict[str,
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False) -> FileAnalysis:
     """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception."""
     result = FileAnalysis(path)
-    if not force and not _INTERESTING.search(text):
+    # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
+    if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
         result.skipped = True
         return result
     try:

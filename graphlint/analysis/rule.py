@@ -72,7 +72,7 @@ class RawFinding:
     function: str
     message: str
     fix: str
-    zone: str | None = None  # "training-only" | "lazy-init" | "capture-block": see analysis/capture_sites
+    zone: str | None = None  # "training-only" | "lazy-init" | "prefill-only" | "capture-block" (analysis/capture_sites)
 
 
 class Context:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
+from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
@@ -183,13 +183,46 @@ def _is_module(project: Project, cls: tuple[str, str]) -> bool:
     return False
 
 
+def _submodule_classes(project: Project) -> set[tuple[str, str]]:
+    """Linted classes that another linted class holds as an attribute (`self.lm_head =
+    ParallelLMHead(...)`, items of a ModuleList): their forward runs where the holder calls it."""
+    held: set[tuple[str, str]] = set()
+
+    def collect(values: frozenset, depth: int = 0) -> None:
+        for value in values:
+            if value[0] == INST:
+                held.add(value[1])
+            elif value[0] == LIST and depth < 3:
+                collect(value[1], depth + 1)
+            elif value[0] == TUPLE and depth < 3:
+                for part in value[1]:
+                    collect(part, depth + 1)
+            elif value[0] == DICT and depth < 3:
+                collect(value[2], depth + 1)
+
+    for cls, info in project.classes.items():
+        for attr, assigned in info["attrs"].items():
+            for method, expr in assigned:
+                if type(expr) is tuple and expr[:1] == ("ann",):
+                    continue  # a declared type says nothing about what the module builds
+                scope = (cls[0], method, cls) if method else (cls[0], None, None)
+                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls))
+    return held
+
+
 def _forward_roots(project: Project) -> list[tuple[tuple, str]]:
-    """Every `forward` of a linted nn.Module subclass."""
+    """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
+    submodule (an LM head or a sampler held by the model and called outside its forward is not
+    per-step unless a forward reaches it)."""
     roots = []
+    held: set[tuple[str, str]] | None = None
     for cls, info in project.classes.items():
         key = (cls[0], f"{cls[1]}.forward")
         if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
-            roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
+            if held is None:
+                held = _submodule_classes(project)
+            if cls not in held:
+                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
     return roots
 
 

@@ -60,6 +60,26 @@ def package_module(path: str, root: Path) -> str:
     return ".".join(parts) if parts else full.stem
 
 
+def namespace_parents(path: str, root: Path, module: str) -> list[str]:
+    """Folders without `__init__.py` right above a file's top package, innermost last: with
+    their parent on sys.path Python imports the package through them as namespace packages
+    (`lmdeploy/pytorch/nn/linear.py`, no `lmdeploy/__init__.py`, is `lmdeploy.pytorch.nn.linear`)."""
+    full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
+    if full is None:
+        return []
+    top = full.resolve().parent
+    folders = len(module.split(".")) - (0 if full.name == "__init__.py" else 1)
+    for _ in range(folders - 1):
+        top = top.parent
+    names: list[str] = []
+    folder = top.parent
+    while len(names) < 2 and folder.parent != folder and folder.name.isidentifier() \
+            and not (folder / "__init__.py").is_file():
+        names.insert(0, folder.name)
+        folder = folder.parent
+    return names
+
+
 def _namespace_portion(folder: Path) -> bool:
     """A folder without `__init__.py` inside a regular package (within two levels): Python
     imports it as a namespace subpackage (`pkg/ns/mod.py` is `pkg.ns.mod`)."""
@@ -100,6 +120,10 @@ class Project:
             # The path-based name too: a namespace package linted from its parent folder.
             if "/" in path and all(p.isidentifier() for p in self.alt_module_of[path].split(".")):
                 self.modules.setdefault(self.alt_module_of[path], path)
+            if "." in module or path.endswith("__init__.py"):
+                parents = namespace_parents(path, root, module)
+                for k in range(1, len(parents) + 1):
+                    self.modules.setdefault(".".join(parents[-k:] + [module]), path)
             self.is_package[path] = path.endswith("__init__.py")
             self.imports[path] = dict(facts.get("imports", {}))
             self.globals[path] = {k: _freeze(v) for k, v in facts.get("globals", {}).items()}

@@ -64,7 +64,7 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
-            if zone in ("training-only", "lazy-init") and placement.region in (CAPTURED, EAGER):
+            if zone in ("training-only", "lazy-init", "prefill-only") and placement.region in (CAPTURED, EAGER):
                 # One-time code inside a per-step function: the warm-up runs it before capture.
                 placement = Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
             elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
