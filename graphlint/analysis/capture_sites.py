@@ -113,12 +113,21 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
             elif positional and compile_captures(node, imports):
                 sites.append(CaptureSite("compile", node, [positional[0]]))
             elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "replay" and not node.args \
-                    and replay is None:
+                    and replay is None and _graph_like(node.func.value):
                 replay = node
         elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):
             sites.extend(_begin_end(node.body))
         stack.extend(reversed(node.children))
     return sites, replay
+
+
+def _graph_like(receiver: cst.BaseExpression) -> bool:
+    """`g`, `graph`, `self._graph`, `self.graphs[bs]`: a CUDA graph by its name (a replay buffer's
+    `.replay()` is not one)."""
+    while isinstance(receiver, cst.Subscript):
+        receiver = receiver.value
+    name = (dotted(receiver) or "").rsplit(".", 1)[-1].lower()
+    return name in ("g", "cg") or "graph" in name
 
 
 def _method_stmt(stmt: cst.CSTNode, method: str) -> cst.Call | None:

@@ -248,8 +248,11 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     has_sites = any(project.functions[key].get("captures") for key in project.functions)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
     roots = entries + sites + fallback
-    if not roots and not orchestration:
-        return _sweep(project, files, config, orchestration, unresolved, names)
+    # Nothing discovered: configured entry points say where the step is (only what they reach
+    # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
+    # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
+    nothing_found = not sites and not fallback and not orchestration
+    swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}
     parent: dict[tuple[str, str], tuple[str, str] | None] = {}
@@ -328,6 +331,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             key = (file["path"], function["qualname"])
             if key in region:
                 graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""))
+            elif key in swept:
+                graph.placements[key] = swept[key]
             else:
                 designation, why = _designation(project, key, config, orchestration)
                 if designation == HOST:
@@ -341,21 +346,12 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     return graph
 
 
-def _sweep(project: Project, files: Sequence[Mapping[str, Any]], config: Config, orchestration: dict,
-           unresolved: dict, names: dict) -> CallGraph:
-    """No root and no capture or replay at all (loose functions, or plain classes, linted
-    alone): nothing says where the step is, so every function is per-step, as in the sweep
-    mode, except host code."""
-    graph = CallGraph(names=names)
-    why = "no capture site, forward or entry point in the linted files: every function is per-step"
-    for key, placement in default_placements(files, config.host, config.eager).items():
-        if placement.region == CAPTURED and key in orchestration:
-            placement = Placement(HOST, (), orchestration[key])
-        elif placement.region == CAPTURED:
-            placement = Placement(CAPTURED, (), why)
-        graph.placements[key] = placement
-    graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
-    return graph
+def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str, str], Placement]:
+    """Placements when nothing is discovered (no capture site, no nn.Module forward: loose
+    functions or plain classes linted alone): every function per-step, as in the sweep mode."""
+    why = "no capture site or nn.Module forward in the linted files: every function is per-step"
+    return {key: Placement(CAPTURED, (), why) if placement.region == CAPTURED else placement
+            for key, placement in default_placements(files, config.host, config.eager).items()}
 
 
 def _last_name(expr: Any) -> str:
