@@ -234,3 +234,76 @@ def test_host_randomness_and_clocks_in_the_step():
     """
     # The draw decides a kernel argument; the clock read is timing returned to the host.
     assert sorted(r for r, _ in gl5(code)) == ["GL509"]
+
+
+def test_zero_config_multi_device_capture_bug_is_caught_and_its_fix_is_clean(tmp_path: Path):
+    """The seeds' cuda:1 lesson: set_device in place of explicit per-device streams."""
+    (tmp_path / "bug.py").write_text(textwrap.dedent("""
+        import torch
+
+        def capture_on(step, devices):
+            graphs = []
+            for index in range(torch.cuda.device_count()):
+                torch.cuda.set_device(index)
+                g = torch.cuda.CUDAGraph()
+                step()
+                with torch.cuda.graph(g):
+                    step()
+                graphs.append(g)
+            return graphs
+
+        def replay_all(graphs, devices):
+            for d, g in zip(devices, graphs):
+                g.replay()
+        """))
+    (tmp_path / "fixed.py").write_text(textwrap.dedent("""
+        import torch
+
+        def capture_on(step, devices):
+            graphs = []
+            for index in range(torch.cuda.device_count()):
+                s = torch.cuda.Stream(device=torch.device("cuda", index))
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.stream(s):
+                    step()
+                with torch.cuda.graph(g, stream=s):
+                    step()
+                graphs.append((g, s))
+            return graphs
+
+        def replay_all(graphs, devices):
+            for d, (g, s) in zip(devices, graphs):
+                with torch.cuda.stream(s):
+                    g.replay()
+        """))
+    bug = check([tmp_path / "bug.py"], Config(root=tmp_path), jobs=1).findings
+    assert sorted(f.rule for f in bug) == ["GL501", "GL503", "GL504"]
+    assert {f.region for f in bug} == {"host"}
+    assert check([tmp_path / "fixed.py"], Config(root=tmp_path), jobs=1).findings == []
+
+
+def test_single_device_capture_and_replay_are_not_flagged(tmp_path: Path):
+    """nano-vllm's model runner: one device per process, default capture side stream."""
+    (tmp_path / "runner.py").write_text(textwrap.dedent("""
+        import torch
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+
+            def capture(self, sizes):
+                self.graphs = {}
+                for bs in sizes:
+                    graph = torch.cuda.CUDAGraph()
+                    self.out[:bs] = self.model(self.x[:bs])
+                    with torch.cuda.graph(graph, self.pool):
+                        self.out[:bs] = self.model(self.x[:bs])
+                    self.graphs[bs] = graph
+                    torch.cuda.synchronize()
+
+            def run(self, bs):
+                self.graphs[bs].replay()
+                return self.out[:bs].tolist()
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert findings == []

@@ -15,6 +15,7 @@ from typing import Any
 
 import libcst as cst
 
+from graphlint.analysis.children import code_children
 from graphlint.analysis.names import ImportMap, dotted
 
 GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
@@ -75,7 +76,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.BaseExpression]:
             continue
         if isinstance(current, cst.Call):
             out.append(current.func)
-        stack.extend(reversed(current.children))
+        stack.extend(reversed(code_children(current)))
     return out
 
 
@@ -117,7 +118,7 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
                 replay = node
         elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):
             sites.extend(_begin_end(node.body))
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(code_children(node)))
     return sites, replay
 
 
@@ -176,7 +177,7 @@ def _assigned(body: cst.CSTNode, target_text: str) -> bool:
                     return True
         elif isinstance(node, cst.Call) and dotted(node.func) in ("setattr", "self.register_buffer"):
             return True
-        stack.extend(node.children)
+        stack.extend(code_children(node))
     return False
 
 

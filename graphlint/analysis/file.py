@@ -195,9 +195,15 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
     return None
 
 
-def _capture_facts(functions: Sequence[FunctionInfo], imports: Any) -> dict[str, tuple[list, Any, Any]]:
+# A capture site or a replay names one of these; other files are not scanned for them.
+_CAPTURE_HINT = re.compile(r"graph|capture_begin|reduce-overhead|max-autotune|cudagraphs|\.replay\(")
+
+
+def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -> dict[str, tuple[list, Any, Any]]:
     """qualname -> (capture sites, first replay, compile decorator) for functions with any."""
-    found = {}
+    found: dict[str, tuple[list, Any, Any]] = {}
+    if not _CAPTURE_HINT.search(text):
+        return found
     for info in functions:
         sites, replay = capture_sites(info.node, imports)
         decorator = decorator_captures(info.node, imports)
@@ -233,7 +239,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         function_facts = inference.run_function(info.node, is_method=info.class_name is not None)
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
-    captures = _capture_facts(functions, imports)
+    captures = _capture_facts(functions, imports, text)
     needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
