@@ -37,14 +37,19 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
         cached = cache.get(key)
         if cached is not None:
-            placements = {(path, qualname): Placement(region, tuple(via), reason)
+            reasons = cached["reasons"]
+            placements = {(path, qualname): Placement(region, tuple(via), reasons[reason])
                           for path, qualname, region, via, reason in cached["placements"]}
             return placements, cached["unresolved"], {tuple(k) for k in cached.get("warmed_up", ())}
     graph = callgraph.build(files, config)
     unresolved = json.loads(json.dumps(graph.unresolved))  # as the cache gives it back
     if key:
-        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via), p.reason]
+        # Reasons repeat (one per root): stored once, placements hold their index.
+        reasons: dict[str, int] = {}
+        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via),
+                                        reasons.setdefault(p.reason, len(reasons))]
                                        for (path, qualname), p in graph.placements.items()],
+                        "reasons": list(reasons),
                         "unresolved": unresolved, "warmed_up": [list(k) for k in graph.warmed_up]})
     return graph.placements, unresolved, set(graph.warmed_up)
 
