@@ -14,6 +14,7 @@ where a class or function is (path, qualname).
 from __future__ import annotations
 
 import builtins
+import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -36,10 +37,12 @@ _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set",
 
 def _freeze(value: Any) -> Any:
     """JSON lists -> tuples (hashable, so evaluations can be memoised); kwargs dict -> pairs."""
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    kind = type(value)
+    if kind is list:
+        # Leaves (names, numbers) need no call: most items of the facts are strings.
+        return tuple([v if type(v) is str else _freeze(v) for v in value])
+    if kind is dict:
+        return tuple(sorted([(k, _freeze(v)) for k, v in value.items()]))
     return value
 
 
@@ -51,13 +54,22 @@ def package_module(path: str, root: Path) -> str:
     full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
     if full is None:
         return module_name(path)
-    full = full.resolve()
-    parts = [] if full.name == "__init__.py" else [full.stem]
-    folder = full.parent
+    package = _package_of(str(full.parent))
+    if full.name == "__init__.py":
+        return package or full.parent.resolve().name
+    return f"{package}.{full.stem}" if package else full.stem
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(folder_text: str) -> str:
+    """The dotted package a folder is, as Python imports it ("" for none); one lookup per
+    folder, however many files it holds (the call graph's cache key names every file's module)."""
+    folder = Path(folder_text).resolve()
+    parts: list[str] = []
     while folder.parent != folder and ((folder / "__init__.py").is_file() or _namespace_portion(folder)):
         parts.insert(0, folder.name)
         folder = folder.parent
-    return ".".join(parts) if parts else full.stem
+    return ".".join(parts)
 
 
 def namespace_parents(path: str, root: Path, module: str) -> list[str]:
