@@ -393,7 +393,9 @@ class CaptureWithoutWarmup(Rule):
     """Flags a `torch.cuda.graph(...)` capture with no warm-up run of the step before it.
 
     The callables called inside the block must have been called earlier in the same function
-    (a warm-up call or loop), or a function whose name contains `warm`.
+    (a warm-up call or loop), or a function whose name contains `warm`; a caller that runs
+    the warm-up before calling the capture function (`self.warmup_model();
+    self.capture_cudagraph()`, or the captured callee itself) counts too.
 
     ## Why it breaks a CUDA graph
     The first run of a step initialises what must not happen during capture: cuBLAS and
@@ -413,8 +415,8 @@ class CaptureWithoutWarmup(Rule):
             model.step()
 
     ## Known problems
-    A warm-up done by the caller, in another function, is not seen: suppress the finding with
-    the reason, or move the warm-up next to the capture.
+    A warm-up two calls up, or in a caller that reaches the capture function through a value
+    the call graph cannot resolve, is not seen: suppress the finding with the reason.
     """
 
     code = "GL510"

@@ -307,3 +307,35 @@ def test_single_device_capture_and_replay_are_not_flagged(tmp_path: Path):
         """))
     findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
     assert findings == []
+
+
+def test_a_warm_up_in_the_caller_satisfies_gl510(tmp_path: Path):
+    (tmp_path / "runner.py").write_text(textwrap.dedent("""
+        import torch
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+                self.warmup_model()
+                self.capture()
+
+            def warmup_model(self):
+                self.model(self.x)
+
+            def capture(self):
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.out = self.model(self.x)
+
+        class Cold:
+            def __init__(self, model):
+                self.model = model
+                self.capture()
+
+            def capture(self):
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.out = self.model(self.x)
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert [(f.rule, f.function) for f in findings] == [("GL510", "Cold.capture")]

@@ -365,27 +365,28 @@ def _last_name(expr: Any) -> str:
 def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
     """Functions that capture a graph and whose caller runs a warm-up before calling them
     (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
-    capturing = {key[1].rsplit(".", 1)[-1]: key for key, f in project.functions.items()
-                 if any(site[0] != "compile-decorator" for site in f.get("captures", ()))}
+    capturing: dict[str, list[tuple[str, str]]] = {}
+    for key, f in project.functions.items():
+        if any(site[0] != "compile-decorator" for site in f.get("captures", ())):
+            capturing.setdefault(key[1].rsplit(".", 1)[-1], []).append(key)
     if not capturing:
         return []
     # What each capture function captures, by name (`self._model_forward`): a caller that
     # runs it first has warmed the step up.
     captured_names = {key: {_last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
                             for site in project.functions[key]["captures"] for e in site[2]} - {""}
-                      for key in capturing.values()}
+                      for keys in capturing.values() for key in keys}
     warmed: set[tuple[str, str]] = set()
     for key, function in project.functions.items():
         earlier: list[str] = []
         owner = (key[0], function["class"]) if function["class"] else None
         for call in function["calls"]:
             name = _last_name(call[1])
-            target = capturing.get(name)
-            if target is not None and target not in warmed and any(
-                    "warm" in e.lower() or e in captured_names[target] for e in earlier):
-                callees = project.call_targets(project.eval(call[1], (key[0], key[1], owner)))
-                if any(c[1] == target for c in callees):
-                    warmed.add(target)
+            candidates = [t for t in capturing.get(name, ()) if t not in warmed and any(
+                "warm" in e.lower() or e in captured_names[t] for e in earlier)]
+            if candidates:
+                callees = {c[1] for c in project.call_targets(project.eval(call[1], (key[0], key[1], owner)))}
+                warmed.update(t for t in candidates if t in callees)
             earlier.append(name)
     return sorted(warmed)
 
