@@ -339,3 +339,26 @@ def test_a_warm_up_in_the_caller_satisfies_gl510(tmp_path: Path):
         """))
     findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
     assert [(f.rule, f.function) for f in findings] == [("GL510", "Cold.capture")]
+
+
+def test_gl106_inside_the_capture_block_gl505_around_a_replay_and_not_after_set_up(tmp_path: Path):
+    (tmp_path / "serve.py").write_text(textwrap.dedent("""
+        import torch
+
+        def capture(step):
+            g = torch.cuda.CUDAGraph()
+            step()
+            with torch.cuda.graph(g):
+                step()
+                torch.cuda.synchronize()
+            torch.cuda.synchronize()
+            return g
+
+        def run(g, attention):
+            g.replay()
+            torch.cuda.synchronize()
+            attention()
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert [(f.rule, f.line, f.region) for f in findings] == [("GL106", 9, "captured"), ("GL505", 16, "host")]
+    assert "every stream of the current device" in findings[1].message
