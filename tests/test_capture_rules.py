@@ -360,5 +360,5 @@ def test_gl106_inside_the_capture_block_gl505_around_a_replay_and_not_after_set_
             attention()
         """))
     findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
-    assert [(f.rule, f.line, f.region) for f in findings] == [("GL106", 9, "captured"), ("GL505", 16, "host")]
+    assert [(f.rule, f.line, f.region) for f in findings] == [("GL106", 9, "captured"), ("GL505", 15, "host")]
     assert "every stream of the current device" in findings[1].message
