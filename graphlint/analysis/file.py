@@ -196,7 +196,8 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
 
 
 # A capture site or a replay names one of these; other files are not scanned for them.
-_CAPTURE_HINT = re.compile(r"graph\(|capture_begin|make_graphed|reduce-overhead|max-autotune|cudagraphs|replay\(\)")
+_CAPTURE_HINT = re.compile(r"(?<![\w])graph\(|cuda\.graph|capture_begin|make_graphed|reduce-overhead|max-autotune"
+                           r"|cudagraphs|replay\(\)")
 
 
 def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -> dict[str, tuple[list, Any, Any]]:
