@@ -227,3 +227,33 @@ def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
                 return x * 2
         """))
     assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []
+
+
+def test_capture_begin_end_and_graphed_callables_are_capture_sites(tmp_path):
+    (tmp_path / "sites.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return x.max().item()
+
+        def inner(x: torch.Tensor):
+            return torch.nonzero(x)
+
+        def unused(x: torch.Tensor):
+            return x.sum().item()
+
+        def capture(x, head: Head):
+            g = torch.cuda.CUDAGraph()
+            inner(x)
+            g.capture_begin()
+            inner(x)
+            g.capture_end()
+            return torch.cuda.make_graphed_callables(head, (x,))
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert {(f.rule, f.function) for f in findings} == {("GL301", "inner"), ("GL101", "Head.forward")}
+    reasons = {f.function: f.region_reason for f in findings}
+    assert reasons["inner"] == "capture site at sites.py:18 (capture_begin)"
+    assert reasons["Head.forward"] == "capture site at sites.py:21 (make_graphed_callables)"
