@@ -1,5 +1,6 @@
-"""`graphlint audit`: every function reachable from the entry points, with its region and a
-class modelled on the seeds' audit of a decode path (green / red-scalar / structural):
+"""`graphlint audit`: every function reachable from the roots of the captured region (capture
+sites, nn.Module forwards where needed, entry points and markers), with its region, the reason
+for it, and a class modelled on the seeds' audit of a decode path (green / red-scalar / structural):
 
   capturable     no finding                 sync           a GL1 finding (device-to-host read)
   host-branch    a GL2 finding               dynamic-shape  a GL3 finding
@@ -36,7 +37,7 @@ _BY_RULE = {"GL404": "frozen-scalar", "GL508": "frozen-scalar", "GL509": "frozen
 
 
 class AuditError(Exception):
-    """Nothing to audit (no entry point); the CLI turns it into exit code 2."""
+    """Nothing to audit (no root at all); the CLI turns it into exit code 2."""
 
 
 def finding_class(rule: str) -> str | None:
@@ -55,10 +56,11 @@ class AuditRow:
     classes: list[str]
     findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
     reached_via: tuple[str, ...]
+    reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
-                "class": self.cls, "classes": self.classes, "findings": self.findings,
+                "region_reason": self.reason, "class": self.cls, "classes": self.classes, "findings": self.findings,
                 "reached_via": list(self.reached_via)}
 
 
@@ -95,7 +97,8 @@ class AuditResult:
             "unresolved_calls": self.unresolved,
             "summary": {"reachable": len(self.rows), "captured": len(captured),
                         "capturable": sum(r.cls == CAPTURABLE for r in captured),
-                        "not_capturable": len(self.blocking()), "verdict": self.verdict()},
+                        "not_capturable": len(self.blocking()), "unresolved_calls": len(self.unresolved),
+                        "verdict": self.verdict()},
         }
 
 
@@ -131,17 +134,17 @@ def _source(root: Path, path: str) -> str:
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         cache_dir: Path | None = None) -> AuditResult:
     """Analyse, build the call graph and classify every reachable function. Raises AuditError
-    without entry points, callgraph.EntryPointError for one that names nothing, and
+    when nothing is a root, callgraph.EntryPointError for one that names nothing, and
     FileNotFoundError for a missing path."""
     tasks = collect_tasks(paths, config)
     files = analyse_all(tasks, jobs or default_jobs(), Cache(cache_dir))
-    has_markers = any(f.get("marker") == "entry" for file in files for f in file.get("functions", []))
-    if not config.entry_points and not has_markers:
-        raise AuditError("nothing to audit: give an entry point (--entry-point module:Qualified.name, "
-                         "[tool.graphlint] entry-points, or a `# graphlint: entry` comment on a def)")
     graph = callgraph.build(files, config)
+    if not graph.order:
+        raise AuditError("nothing to audit: no capture site, nn.Module forward or entry point in the linted files "
+                         "(give one with --entry-point module:Qualified.name, [tool.graphlint] entry-points, "
+                         "or a `# graphlint: entry` comment on a def)")
     config = normalise_config(config)  # rule names in select, ignore, severity -> codes
-    findings = finalize(files, config, config.select, config.ignore, graph.placements)
+    findings = finalize(files, config, config.select, config.ignore, graph.placements, set(graph.warmed_up))
     by_function: dict[tuple[str, str], dict[str, int]] = {}
     for finding in findings:
         if finding.suppressed or finding.function is None:
@@ -168,7 +171,7 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via))
+                                    placement.reached_via, placement.reason))
     if not result.entry_points:
         result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

@@ -95,13 +95,19 @@ def main() -> None:
               help="Read the source from stdin (also with PATHS `-`) and report it as PATH.")
 @click.option("--color", type=click.Choice(list(COLOR)), default="auto", show_default=True,
               help="Colours in the text view; auto honours NO_COLOR, FORCE_COLOR and TERM=dumb.")
+@click.option("--sweep", is_flag=True,
+              help="Treat every function as per-step (a grep-like sweep) instead of finding the captured region.")
 def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ...], fmt: str, output: str | None,
           config_file: str | None, quiet: bool, statistics: bool, show_suppressed: bool, jobs: int | None,
           no_cache: bool, cache_dir: str | None, runtime: bool, runtime_target: str | None,
           baseline_file: str | None, diff_rev: str | None, exit_zero: bool, fail_on: str, force_exclude: bool,
-          stdin_filename: str | None, color: str, runtime_compile: bool = False) -> None:
+          stdin_filename: str | None, color: str, runtime_compile: bool = False, sweep: bool = False) -> None:
     """Check PATHS (default: `paths` from config, else the current folder) for CUDA-graph hazards."""
     config = load_config(config_file)
+    if sweep:
+        import dataclasses
+
+        config = dataclasses.replace(config, regions="sweep")
     stdin_source: dict[str, str] | None = None
     if stdin_filename is not None or "-" in paths:
         if [p for p in paths if p != "-"]:
@@ -191,8 +197,8 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
                 fail(str(error))
                 raise  # unreachable
             changed = [relative_posix(p, config.root.resolve()) for p in changed_paths]
-            if not config.entry_points:
-                # Without entry points a file's regions do not depend on other files: analyse only these.
+            if config.regions == "sweep":
+                # In a sweep a file's regions do not depend on other files: analyse only these.
                 wanted = set(changed)
                 analysed = [full for rel, full in collect_tasks(targets, config) if rel in wanted]
         from graphlint.views.progress import static_progress

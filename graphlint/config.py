@@ -36,6 +36,8 @@ class Config:
     entry_points: tuple[str, ...] = ()
     eager: tuple[str, ...] = ()
     runtime_target: str | None = None
+    # "discover": regions from capture sites / nn.Module forwards; "sweep": every function per-step.
+    regions: str = "discover"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +54,7 @@ class Config:
             "host": list(self.host),
             "entry-points": list(self.entry_points),
             "eager": list(self.eager),
+            "regions": self.regions,
         }
 
 
@@ -90,6 +93,10 @@ def _flag(value: Any) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
+def _regions_mode(value: Any) -> str | None:
+    return value if value in ("discover", "sweep") else None
+
+
 _KEYS = {
     "paths": ("paths", "a list of strings", _str_list),
     "exclude": ("exclude", "a list of glob strings", _str_list),
@@ -104,6 +111,7 @@ _KEYS = {
     "entry-points": ("entry_points", "a list of module:Qualified.name", _str_list),
     "eager": ("eager", "a list of module:Qualified.name", _str_list),
     "runtime-target": ("runtime_target", "a string module:callable", _string),
+    "regions": ("regions", '"discover" or "sweep"', _regions_mode),
 }
 
 

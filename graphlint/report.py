@@ -36,6 +36,7 @@ class Finding:
     suppression_reason: str | None = None
     reached_via: tuple[str, ...] = ()
     fingerprint: str | None = None
+    region_reason: str = ""  # why the function is in its region (capture site, nn.Module forward, config)
 
     def sort_key(self) -> tuple:
         return (self.path, self.line, self.col, self.rule, self.message)

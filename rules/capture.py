@@ -143,7 +143,11 @@ def _graph_call(node: cst.Call, ctx: Context) -> bool:
 # ----- orchestration rules ------------------------------------------------------------------------
 
 class GraphWithoutStream(Rule):
-    """Flags `torch.cuda.graph(g)` without an explicit `stream=`.
+    """Flags `torch.cuda.graph(g)` without an explicit `stream=` in code that handles several devices.
+
+    Multi-device code names `cuda:1`, `cuda:{i}` or `torch.device("cuda", i)`, calls
+    `set_device` or `device_count`, or uses `devices`, `world_size` or a name with `gpu` (as
+    GL502). On a single device PyTorch's default capture side stream is correct.
 
     ## Why it breaks a CUDA graph
     Without `stream=`, the capture runs on a side stream of the *current* device. Whenever the
@@ -171,16 +175,22 @@ class GraphWithoutStream(Rule):
     VALID = [
         "def capture(model, device):  # graphlint: host\n    s = torch.cuda.Stream(device=device)\n"
         "    g = torch.cuda.CUDAGraph()\n    model.step()\n    with torch.cuda.graph(g, stream=s):\n        model.step()\n    return g, s\n",
+        # Single device (nano-vllm's model runner): the default capture side stream is right.
+        "def capture(self, bs):\n    graph = torch.cuda.CUDAGraph()\n    self.model(self.input_ids[:bs])\n"
+        "    with torch.cuda.graph(graph, self.graph_pool):\n        self.model(self.input_ids[:bs])\n",
     ]
     INVALID = [
-        "def capture(model):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n    model.step()\n"
-        "    with torch.cuda.graph(g):\n        model.step()\n    return g\n",
-        "from torch.cuda import graph\ndef capture(g, step):\n    step()\n    with graph(g, pool=None):\n        step()\n",
+        "def capture(model, devices):  # graphlint: host\n    for d in devices:\n        g = torch.cuda.CUDAGraph()\n"
+        "        model.step()\n        with torch.cuda.graph(g):\n            model.step()\n",
+        "from torch.cuda import graph\ndef capture(g, step):\n    torch.cuda.set_device(1)\n    step()\n"
+        "    with graph(g, pool=None):\n        step()\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         if _graph_call(node, ctx) and keyword(node, "stream") is None and len(positional(node)) < 3:
-            ctx.report(self, node)
+            facts = _orchestration(ctx)
+            if facts is not None and facts.multi_device:
+                ctx.report(self, node)
 
 
 class StreamWithoutDevice(Rule):
@@ -232,7 +242,10 @@ class StreamWithoutDevice(Rule):
 
 
 class ReplayOutsideStream(Rule):
-    """Flags `g.replay()` of a CUDA graph outside a `with torch.cuda.stream(s):` block.
+    """Flags `g.replay()` of a CUDA graph outside a `with torch.cuda.stream(s):` block, in code that handles several devices.
+
+    The evidence of several devices is GL502's; on one device replaying on the current
+    stream is correct.
 
     ## Why it breaks a CUDA graph
     Replay is enqueued on the current stream of the current device. On a non-default GPU,
@@ -262,12 +275,14 @@ class ReplayOutsideStream(Rule):
     VALID = [
         "def replay(g, s):  # graphlint: host\n    with torch.cuda.stream(s):\n        g.replay()\n",
         "def run(buffer):\n    buffer.replay()\n",
+        # One device: the current stream is the right one (nano-vllm's run_model).
+        "def run_model(self, bs):\n    graph = self.graphs[bs]\n    graph.replay()\n    return self.outputs[:bs]\n",
     ]
     INVALID = [
-        "def replay(g):  # graphlint: host\n    g.replay()\n",
-        "class Decoder:\n    def step(self):  # graphlint: host\n        self.graph_a.replay()\n",
+        "def replay(g, device):  # graphlint: host\n    torch.cuda.set_device(device)\n    g.replay()\n",
+        "class Decoder:\n    def step(self, gpu):  # graphlint: host\n        self.graph_a.replay()\n",
         "def run(step):  # graphlint: host\n    graph = torch.cuda.CUDAGraph()\n    with torch.cuda.graph(graph, stream=s):\n"
-        "        step()\n    graph.replay()\n",
+        "        step()\n    x = step.out.to('cuda:1')\n    graph.replay()\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
@@ -277,7 +292,7 @@ class ReplayOutsideStream(Rule):
         last = name.rsplit(".", 1)[-1].lower()
         facts = _orchestration(ctx)
         is_graph = last == "g" or "graph" in last or (facts is not None and name in facts.graph_names)
-        if is_graph and not _in_stream_context(ctx):
+        if is_graph and facts is not None and facts.multi_device and not _in_stream_context(ctx):
             ctx.report(self, node)
 
 
@@ -319,19 +334,22 @@ class SetDeviceForCapture(Rule):
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         if ctx.qualified(node.func) == "torch.cuda.set_device":
             facts = _orchestration(ctx)
-            if facts is not None and facts.orchestrates:
+            if facts is not None and facts.orchestrates and facts.multi_device:
                 ctx.report(self, node)
 
 
 class SynchronizeAroundReplay(Rule):
-    """Flags a global `torch.cuda.synchronize()` in code that captures or replays graphs.
+    """Flags a device-wide `torch.cuda.synchronize()` in code that replays graphs.
+
+    Only around a replay: a synchronize in one-time set-up (after capturing, before timing)
+    costs nothing per step and is not reported.
 
     ## Why it breaks a CUDA graph
-    Between a graph and an eager part (the reference port's Graph A -> eager attention -> Graph B), a
-    global synchronize stalls the host until every stream drains, on every GPU for the
-    argument-free form: it erases the launch-overhead gain the graph was for. Inside the
-    step itself GL106 reports the same call; this rule covers the orchestration code around
-    the step (host and unreached functions).
+    `torch.cuda.synchronize()` blocks the host until every stream of the current device (or
+    of the device it is given) has drained. Between a graph and an eager part (the reference
+    port's Graph A -> eager attention -> Graph B) that stall erases the launch-overhead gain the
+    graph was for. Inside the captured step itself GL106 reports the same call; this rule
+    covers the orchestration code around the step (host and unreached functions).
 
     ## Example
         graph_a.replay()
@@ -346,7 +364,7 @@ class SynchronizeAroundReplay(Rule):
     code = "GL505"
     name = "synchronize-around-replay"
     severity = "warning"
-    message = "global synchronize between graph and eager parts: the host waits for every stream (and every GPU)"
+    message = "device-wide synchronize around a graph replay: the host waits for every stream of the current device"
     fix = "order graph and eager streams with events: ev.record(s); torch.cuda.current_stream().wait_event(ev)"
     applies_in_host_code = True
     host_code_only = True
@@ -354,6 +372,10 @@ class SynchronizeAroundReplay(Rule):
         "def run(g, s, ev, attention):  # graphlint: host\n    with torch.cuda.stream(s):\n        g.replay()\n"
         "    ev.record(s)\n    torch.cuda.current_stream().wait_event(ev)\n    attention()\n",
         "def bench(fn):  # graphlint: host\n    torch.cuda.synchronize()\n    fn()\n",
+        # One-time set-up after each capture (nano-vllm's capture_cudagraph).
+        "def capture_all(self, sizes):  # graphlint: host\n    for bs in sizes:\n        graph = torch.cuda.CUDAGraph()\n"
+        "        self.model(self.x[:bs])\n        with torch.cuda.graph(graph, self.pool):\n"
+        "            self.out[:bs] = self.model(self.x[:bs])\n        torch.cuda.synchronize()\n",
     ]
     INVALID = [
         "def run(graph_a, s, attention):  # graphlint: host\n    with torch.cuda.stream(s):\n        graph_a.replay()\n"
@@ -361,9 +383,9 @@ class SynchronizeAroundReplay(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if ctx.qualified(node.func) in _SYNCHRONIZE:
+        if ctx.qualified(node.func) in _SYNCHRONIZE and ctx.zone != "capture-block":
             facts = _orchestration(ctx)
-            if facts is not None and facts.orchestrates:
+            if facts is not None and facts.replays:
                 ctx.report(self, node)
 
 
@@ -371,7 +393,9 @@ class CaptureWithoutWarmup(Rule):
     """Flags a `torch.cuda.graph(...)` capture with no warm-up run of the step before it.
 
     The callables called inside the block must have been called earlier in the same function
-    (a warm-up call or loop), or a function whose name contains `warm`.
+    (a warm-up call or loop), or a function whose name contains `warm`; a caller that runs
+    the warm-up before calling the capture function (`self.warmup_model();
+    self.capture_cudagraph()`, or the captured callee itself) counts too.
 
     ## Why it breaks a CUDA graph
     The first run of a step initialises what must not happen during capture: cuBLAS and
@@ -391,8 +415,8 @@ class CaptureWithoutWarmup(Rule):
             model.step()
 
     ## Known problems
-    A warm-up done by the caller, in another function, is not seen: suppress the finding with
-    the reason, or move the warm-up next to the capture.
+    A warm-up two calls up, or in a caller that reaches the capture function through a value
+    the call graph cannot resolve, is not seen: suppress the finding with the reason.
     """
 
     code = "GL510"
@@ -802,9 +826,12 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = 
 
 
 class HostRandomOrClock(Rule):
-    """Flags Python randomness and wall-clock reads inside the captured region.
+    """Flags Python randomness and wall-clock reads inside the captured region whose value reaches the device.
 
-    `random.*`, `numpy.random.*`, `time.time`, `time.perf_counter`, `datetime.now`.
+    `random.*`, `numpy.random.*`, `time.time`, `time.perf_counter`, `datetime.now`, when the
+    value (directly or through local names) is an argument of a torch op or a tensor method,
+    an operand next to a tensor, an index of a tensor or a branch condition. Timing code
+    around a step (`t0 = time.perf_counter()` ... logged) is not a hazard.
 
     ## Why it breaks a CUDA graph
     The host value is computed once, at capture, and baked into the kernels as a constant:
@@ -829,18 +856,93 @@ class HostRandomOrClock(Rule):
     VALID = [
         "def step(x: torch.Tensor, gen: torch.Generator):\n    return x * torch.rand(x.shape, device=x.device, generator=gen)\n",
         "def bench(fn):  # graphlint: host\n    t0 = time.perf_counter()\n    fn()\n    return time.perf_counter() - t0\n",
+        # Timing around a step, in per-step code: the clock never reaches a kernel.
+        "import time\ndef forward(self, x: torch.Tensor):\n    t0 = time.perf_counter()\n    y = self.layer(x)\n"
+        "    self.stats.append(time.perf_counter() - t0)\n    return y\n",
+        "import time\ndef step(self, x: torch.Tensor):\n    start = time.time()\n    out = x * 2\n"
+        "    logger.info('step took %.3f', time.time() - start)\n    return out\n",
     ]
     INVALID = [
         "import random\ndef step(x: torch.Tensor, p: float):\n    if random.random() > p:\n        return x\n    return x * 0\n",
         "import numpy as np\ndef step(x: torch.Tensor):\n    return x + torch.from_numpy(np.random.randn(4)).to(x.device)\n",
-        Example("import time\nfrom datetime import datetime\ndef step(x: torch.Tensor):\n    t = time.time()\n"
-                "    d = datetime.now()\n    return x, t, d\n", 2),
+        Example("import time\nimport random\ndef step(x: torch.Tensor):\n    t = time.time()\n"
+                "    x = x + t\n    k = random.randint(0, 3)\n    j = k + 1\n    return x[:, j]\n", 2),
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         qualified = ctx.qualified(node.func)
-        if qualified is not None and _RANDOM_AND_CLOCK.match(qualified):
+        if qualified is not None and _RANDOM_AND_CLOCK.match(qualified) and _reaches_device(node, ctx):
             ctx.report(self, node, message=f"`{qualified}` inside the captured region: the capture freezes its value")
+
+
+def _device_use(chain: list[cst.CSTNode], ctx: Context) -> tuple[bool, list[str]]:
+    """Walk from a value up through its parents (nearest first, up to its statement): whether
+    it becomes a device op's argument, an operand next to a device value, an index of a device
+    tensor or a branch condition; else the local names it is assigned to."""
+    child: cst.CSTNode | None = None
+    for parent in chain:
+        if isinstance(parent, cst.Call) and child is not parent.func:
+            qualified = ctx.qualified(parent.func)
+            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.cuda."):
+                return True, []
+            if isinstance(parent.func, cst.Attribute) and ctx.value(parent.func.value).kind == DEVICE:
+                return True, []
+            if qualified is not None or not isinstance(parent.func, cst.Attribute):
+                pass  # a host call (print, min, a helper): its result may still flow on
+        elif isinstance(parent, cst.BinaryOperation):
+            other = parent.right if child is parent.left else parent.left
+            if ctx.value(other).kind == DEVICE:
+                return True, []
+        elif isinstance(parent, cst.Subscript) and child is not parent.value:
+            if ctx.value(parent.value).kind == DEVICE:
+                return True, []
+        elif isinstance(parent, (cst.If, cst.While)) and child is parent.test:
+            return True, []  # which kernels are captured is decided once, at capture
+        elif isinstance(parent, cst.IfExp) and child is parent.test:
+            return True, []
+        elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
+            names = []
+            for target in targets:
+                parts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+                names.extend(p.value for p in parts if isinstance(p, cst.Name))
+            return False, names
+        elif isinstance(parent, (cst.BaseStatement, cst.BaseSmallStatement)):
+            return False, []
+        child = parent
+    return False, []
+
+
+def _reaches_device(node: cst.Call, ctx: Context) -> bool:
+    """Whether a host random draw or clock read reaches the device or a branch, directly or
+    through local names (two assignments deep); timing code around a step does not."""
+    used, names = _device_use(list(reversed(ctx.parents)), ctx)
+    if used:
+        return True
+    function = ctx.parents[0] if ctx.parents and isinstance(ctx.parents[0], cst.FunctionDef) else None
+    if function is None or not names:
+        return False
+    tainted = set(names)
+    for _ in range(2):
+        grown = False
+        stack: list[tuple[cst.CSTNode, tuple]] = [(function.body, ())]
+        while stack:
+            current, ancestors = stack.pop()
+            if isinstance(current, cst.Name) and current.value in tainted and ancestors:
+                used, more = _device_use(list(reversed(ancestors)), ctx)
+                if used:
+                    return True
+                if set(more) - tainted:
+                    tainted |= set(more)
+                    grown = True
+                continue
+            if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+                continue
+            below = ancestors + (current,)
+            stack.extend((c, below) for c in code_children(current))
+        if not grown:
+            break
+    return False
 
 
 class PerStepBranch(Rule):

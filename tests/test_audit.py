@@ -30,9 +30,21 @@ def test_every_function_of_the_graph_safe_step_is_capturable():
     assert {"GraphSafeDSV4.step", "Block.forward", "hc_pre", "hc_post", "hc_head", "sinkhorn",
             "Attention.forward", "Compressor.forward", "Indexer.forward", "sink_attention",
             "RopeTable.at", "apply_rope", "PositionIndex.context", "MoE.forward", "MoE.route"} <= set(found)
-    assert {row.cls for row in result.rows} == {"capturable"}, [r for r in result.rows if r.cls != "capturable"]
+    captured = [row for row in result.rows if row.region == "captured"]
+    assert {row.cls for row in captured} == {"capturable"}, [r for r in captured if r.cls != "capturable"]
     assert result.verdict() == "pass" and result.unresolved == []
-    assert all(row.line > 0 and row.reached_via[0] == "GraphSafeDSV4.step" for row in result.rows)
+    assert all(row.line > 0 and row.reached_via[0] == "GraphSafeDSV4.step" for row in captured)
+    # The capture and replay code of generate.py is host (marked), listed with its reason.
+    host = {row.function: row.reason for row in result.rows if row.region == "host"}
+    assert host and set(host.values()) == {"`# graphlint: host` marker"}
+
+
+def test_zero_config_audit_finds_the_captured_step_from_the_capture_site():
+    result = audit.run([REPO / "dsv4_model"], Config(root=REPO), jobs=1)
+    captured = {row.function: row for row in result.rows if row.region == "captured"}
+    assert {"GraphSafeDSV4.step", "Block.forward", "Attention.forward", "MoE.route"} <= set(captured)
+    assert {row.reason for row in captured.values()} == {"capture site at dsv4_model/generate.py:73 (torch.cuda.graph)"}
+    assert result.verdict() == "pass"
 
 
 def test_the_reference_port_shows_the_seed_inventory_categories():
@@ -68,8 +80,11 @@ def test_cli_json_report_and_exit_codes(tmp_path):
     assert ok.exit_code == 0, ok.output
     data = json.loads(out.read_text())
     assert data["schema"] == "graphlint-audit/1" and data["summary"]["verdict"] == "pass"
-    assert data["counts"] == {"capturable": data["summary"]["reachable"]}
-    assert {"function", "path", "line", "region", "class", "classes", "findings", "reached_via"} <= set(data["functions"][0])
+    assert data["counts"]["capturable"] == data["summary"]["captured"]
+    assert set(data["counts"]) == {"capturable", "host"}
+    assert data["summary"]["unresolved_calls"] == 0
+    assert {"function", "path", "line", "region", "region_reason", "class", "classes", "findings",
+            "reached_via"} <= set(data["functions"][0])
 
     bad = runner.invoke(main, ["audit", str(REPO / "dsv4_model" / "reference.py"), "-e", REFERENCE, "--no-cache", "-j", "1"])
     assert bad.exit_code == 1
@@ -79,6 +94,7 @@ def test_cli_json_report_and_exit_codes(tmp_path):
 def test_cli_errors_exit_2_with_a_message(tmp_path):
     (tmp_path / "m.py").write_text("import torch\ndef step(x):\n    return x\n")
     runner = CliRunner()
+    # No capture site, no nn.Module forward, no entry point: nothing to audit.
     none = runner.invoke(main, ["audit", str(tmp_path / "m.py"), "--no-cache", "--config", str(_empty_config(tmp_path))])
     assert none.exit_code == 2 and "entry point" in none.output
     wrong = runner.invoke(main, ["audit", str(tmp_path / "m.py"), "-e", "m:nope", "--no-cache"])

@@ -21,8 +21,10 @@ from graphlint.report import Report, dumps
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "regions"
 
-SYNC = "import torch\n\ndef step(x: torch.Tensor):\n    return x.max().item()\n"
-ALLOC = "import torch\n\ndef step(x: torch.Tensor):\n    y = torch.zeros(4, device='cuda')\n    return x + y\n"
+# nn.Module forwards: per-step code without configuration, beside the model package.
+SYNC = "import torch\n\nclass Step(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x.max().item()\n"
+ALLOC = ("import torch\n\nclass Step(torch.nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+         "        y = torch.zeros(4, device='cuda')\n        return x + y\n")
 
 
 def text(static) -> str:
@@ -184,7 +186,9 @@ def test_an_entry_marker_brings_the_call_facts_back_from_the_cache(tmp_path):
     (tree / "z_main.py").write_text("import torch\nfrom a_helpers import helper\n\n"
                                     "def driver(x):  # graphlint: entry\n    return helper(x)\n")
     expected = check([tree], Config(root=tree), jobs=1)
-    assert [(f.function, f.reached_via) for f in expected.findings] == [("helper", ("driver", "helper"))]
+    # The marker adds its reach (the chain); it does not hide the rest of the run.
+    assert [(f.function, f.reached_via) for f in expected.findings] == [("helper", ("driver", "helper")),
+                                                                         ("unused", ())]
     cache = tmp_path / "cache"
     cold = check([tree], Config(root=tree), jobs=1, cache_dir=cache)
     warm = check([tree], Config(root=tree), jobs=1, cache_dir=cache)

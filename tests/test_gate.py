@@ -178,7 +178,7 @@ def test_gate_sh_fails_on_a_copy_with_a_planted_violation(tmp_path: Path):
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     shutil.copytree(ROOT / "dsv4_model", copy / "dsv4_model", ignore=shutil.ignore_patterns("__pycache__"))
     (copy / "dsv4_model" / "planted.py").write_text(
-        "import torch\n\n\ndef planted_decode_step(logits: torch.Tensor) -> int:\n"
+        "import torch\n\n\ndef planted_decode_step(logits: torch.Tensor) -> int:  # graphlint: entry\n"
         "    return logits.argmax(-1).item()\n")
     result = gate_sh(copy, tmp_path / "out")
     assert result.returncode == 1, result.stdout + result.stderr

@@ -28,7 +28,7 @@ def validate(document: dict) -> None:
 @pytest.fixture
 def sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     shutil.copy(REFERENCE, tmp_path / "reference.py")
-    (tmp_path / "step.py").write_text("import torch\n\ndef step(x: torch.Tensor):\n"
+    (tmp_path / "step.py").write_text("import torch\n\ndef step(x: torch.Tensor):  # graphlint: entry\n"
                                       "    return x.max().item()  # graphlint: ignore[GL101] -- once per run\n")
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, ["check", "--no-cache", "--format", "sarif", "reference.py", "step.py"])

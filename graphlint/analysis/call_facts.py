@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import libcst as cst
 
+from graphlint.analysis.capture_sites import one_time_blocks
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import dotted
 
@@ -65,7 +66,7 @@ def _ann(node: cst.BaseExpression | None, depth: int = 0) -> list | None:
 _ARG_AWARE = frozenset({
     "list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "enumerate", "zip", "next", "dict",
     "getattr", "super", "ModuleList", "ParameterList", "Sequential", "ModuleDict", "partial", "wraps",
-    "lru_cache", "cache",
+    "lru_cache", "cache", "islice", "chain",
 })
 
 
@@ -151,6 +152,16 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
     return None
 
 
+def is_library_method(func: cst.BaseExpression) -> bool:
+    """`x.view`, `out.copy_`: a tensor's or a container's method, never a linted function."""
+    return type(func) is cst.Attribute and (func.attr.value in _LIBRARY_METHODS or func.attr.value.endswith("_"))
+
+
+def encode(node: cst.CSTNode) -> list | str | None:
+    """An expression in the encoding above (None when the call graph cannot use it)."""
+    return _enc(node)
+
+
 # Tensor, container and string methods: recording their calls would cost the cache most of
 # its size and resolve nothing (the graph follows the receiver's own calls, recorded apart).
 _LIBRARY_METHODS = frozenset({
@@ -180,6 +191,7 @@ class _FunctionWalker:
         self.calls: list = []
         self._seen_calls: set[str] = set()
         self.returns: list = []
+        self.one_time = False
 
     def bind(self, target: cst.BaseExpression, value: list | None) -> None:
         if value is None:
@@ -206,6 +218,17 @@ class _FunctionWalker:
         for stmt in suite.body:
             self.statement(stmt)
 
+    def _branch(self, node: cst.CSTNode, once: bool) -> None:
+        """Walk an `if` branch; in a one-time branch (training-only, lazy initialisation) the
+        bindings count but the calls are not per-step, so the graph does not follow them."""
+        saved = self.one_time
+        self.one_time = saved or once
+        if isinstance(node, cst.BaseSuite):
+            self.block(node)
+        else:
+            self.statement(node)
+        self.one_time = saved
+
     def statement(self, node: cst.CSTNode) -> None:
         kind = type(node)
         if kind is cst.SimpleStatementLine:
@@ -213,11 +236,12 @@ class _FunctionWalker:
                 self.small(small)
         elif kind is cst.If:
             self.expr(node.test)
-            self.block(node.body)
+            once = {id(block) for block, _ in one_time_blocks(node)}
+            self._branch(node.body, id(node.body) in once)
             if type(node.orelse) is cst.If:
-                self.statement(node.orelse)
+                self._branch(node.orelse, id(node.orelse) in once)
             elif node.orelse is not None:
-                self.block(node.orelse.body)
+                self._branch(node.orelse.body, id(node.orelse) in once)
         elif kind is cst.For:
             self.expr(node.iter)
             self.bind(node.target, ["it", _enc(node.iter)])
@@ -355,7 +379,7 @@ class _FunctionWalker:
             if refs:
                 encoded.append(refs)
         key = repr(encoded)
-        if key not in self._seen_calls:
+        if not self.one_time and key not in self._seen_calls:
             self._seen_calls.add(key)
             self.calls.append(encoded)
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.

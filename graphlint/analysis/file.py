@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 import libcst as cst
 
-from graphlint.analysis.call_facts import callgraph_facts
+from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
+from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports
@@ -60,6 +61,7 @@ class FileFinding:
     message: str
     fix: str
     source_line: str
+    zone: str | None = None  # one-time branch or capture block the finding lies in
 
 
 @dataclass
@@ -170,8 +172,15 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
+    zones = _zones(node, ctx) if type(node) in (cst.If, cst.With) else None
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
+    elif zones:
+        saved_zone = ctx.zone
+        for child in dispatch.children(node):
+            ctx.zone = zones.get(id(child), saved_zone)
+            _walk(child, ctx, dispatch)
+        ctx.zone = saved_zone
     else:
         for child in dispatch.children(node):
             _walk(child, ctx, dispatch)
@@ -194,12 +203,43 @@ def _tokenizer_position(text: str) -> dict[str, int]:
     return {}
 
 
+def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
+    """Children of an `if` or `with` that run once (training-only, lazy initialisation) or
+    inside a capture (`with torch.cuda.graph(...)`), by id."""
+    if type(node) is cst.If:
+        blocks = one_time_blocks(node)
+        return {id(block): kind for block, kind in blocks} if blocks else None
+    for item in node.items:
+        if isinstance(item.item, cst.Call) and ctx.qualified(item.item.func) in GRAPH_CONTEXTS:
+            return {id(node.body): "capture-block"}
+    return None
+
+
+# A capture site or a replay names one of these; other files are not scanned for them.
+_CAPTURE_HINT = re.compile(r"(?<![\w])graph\(|cuda\.graph|capture_begin|make_graphed|reduce-overhead|max-autotune"
+                           r"|cudagraphs|replay\(\)")
+
+
+def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -> dict[str, tuple[list, Any, Any]]:
+    """qualname -> (capture sites, first replay, compile decorator) for functions with any."""
+    found: dict[str, tuple[list, Any, Any]] = {}
+    if not _CAPTURE_HINT.search(text):
+        return found
+    for info in functions:
+        sites, replay = capture_sites(info.node, imports)
+        decorator = decorator_captures(info.node, imports)
+        if sites or replay is not None or decorator is not None:
+            found[info.qualname] = (sites, replay, decorator)
+    return found
+
+
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
                    external: dict | None = None, call_graph: bool = True) -> FileAnalysis:
     """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception.
     `external`: facts from the rest of the linted code (graphlint.callgraph.summaries)."""
     result = FileAnalysis(path)
-    if not force and not _INTERESTING.search(text):
+    # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
+    if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
         result.skipped = True
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.summaries reads these names).
@@ -233,8 +273,11 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         _walk(info.node, ctx, dispatch, top=True)
     # What this file's functions pass, return and assign, for the project-wide join.
     result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
-    needs_positions = bool(raw) or any(f.marker for f in functions)
-    positions = node_positions(module, [f.node.name for f in functions]
+    captures = _capture_facts(functions, imports, text)
+    needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
+    capture_nodes = [n for sites, replay, decorator in captures.values()
+                     for n in [*(site.node for site in sites), replay, decorator] if n is not None]
+    positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
     lines = text.splitlines()
     for info in functions:
@@ -256,9 +299,21 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
             source_line=lines[where.start.line - 1] if 0 < where.start.line <= len(lines) else "",
+            zone=item.zone,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).
     if call_graph:
-        result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+        result.extra["calls"] = calls = callgraph_facts(module, imports, functions, facts)
+        for qualname, (sites, replay, decorator) in captures.items():
+            entry = calls["functions"].get(qualname)
+            if entry is None:
+                continue
+            # [kind, line, [callee expressions]]: the call graph resolves the callees.
+            entry["captures"] = [[site.kind, positions[site.node].start.line,
+                                  [e for e in (encode(c) for c in site.callees if not is_library_method(c)) if e is not None]] for site in sites]
+            if decorator is not None:
+                entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
+            if replay is not None:
+                entry["replays"] = positions[replay].start.line
     return result

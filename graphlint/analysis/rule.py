@@ -78,6 +78,7 @@ class RawFinding:
     function: str
     message: str
     fix: str
+    zone: str | None = None  # "training-only" | "lazy-init" | "prefill-only" | "capture-block" (analysis/capture_sites)
 
 
 class Context:
@@ -92,6 +93,8 @@ class Context:
         self.parents: list[cst.CSTNode] = []
         # Names bound before the innermost loop began: `x = cat([x, y])` on them grows per step.
         self.loop_depth = 0
+        # Set while the walk is inside a one-time branch or a `with torch.cuda.graph` body.
+        self.zone: str | None = None
 
     def value(self, node: cst.CSTNode) -> "Value":
         return self.facts.of(node)
@@ -102,7 +105,7 @@ class Context:
     def report(self, rule: type[Rule] | Rule, node: cst.CSTNode, message: str | None = None, fix: str | None = None) -> None:
         cls = rule if isinstance(rule, type) else type(rule)
         self._sink.append(RawFinding(cls, node, self.statement, self.function,
-                                     message or cls.message, fix or cls.fix))
+                                     message or cls.message, fix or cls.fix, self.zone))
 
     @property
     def parent(self) -> cst.CSTNode | None:

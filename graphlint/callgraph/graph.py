@@ -1,15 +1,20 @@
 """The static call graph across the linted files, and the regions it implies.
 
-From the entry points (`[tool.graphlint] entry-points` and `# graphlint: entry` markers) the
-graph follows plain calls and imports, `self.method()`, submodules assigned in `__init__` and
-called (`self.attn(x)` reaches `Attention.forward`), module lists iterated (`for layer in
-self.layers: layer(x)`), `super().forward`, and functions passed as arguments. Nothing is
-imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated lazily, once
-every file is known, by graphlint.callgraph.values. A call whose target cannot be determined is listed in `unresolved`
-with the reason, never guessed; calls into libraries (torch, the standard library) are not
-listed. Regions: entry points and their callees are `captured`; an `eager` function and what
-only it reaches are `eager`; a `host` function is `host` and is not followed; the rest is
-`unreached`.
+Roots of the captured region, combined: capture sites found in the linted code (what is called
+inside `with torch.cuda.graph(...)`, between `capture_begin`/`capture_end`, handed to
+`make_graphed_callables`, compiled with `mode="reduce-overhead"`), configured `entry-points` and
+`# graphlint: entry` markers; and, where the linted code has no capture site or a capture
+site's callee cannot be resolved, every `nn.Module` subclass's `forward`. Functions that capture
+or replay a graph are orchestration (`host`). From the roots the graph follows plain calls and
+imports, `self.method()`, submodules assigned in `__init__` and called (`self.attn(x)` reaches
+`Attention.forward`), module lists iterated (`for layer in islice(self.layers, a, b)`), every
+override of a method called on a base class, `super().forward`, and functions passed as
+arguments. Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are
+evaluated lazily by graphlint.callgraph.values. A call whose target cannot be determined is
+listed in `unresolved` with the reason, never guessed; calls into libraries (torch, the standard
+library) are not listed. Regions: roots and their callees are `captured`; an `eager` function
+and what only it reaches are `eager`; a `host` function is `host` and is not followed; the rest
+is `unreached`. Every placement carries the reason for it.
 """
 from __future__ import annotations
 
@@ -18,9 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
+from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
-from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, listed, module_name
+from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
+                                         module_name)
 
 
 # Tensor methods that nn.Module (and so a linted class) also defines: on a value of unknown
@@ -46,6 +52,8 @@ class CallGraph:
     order: list[tuple[str, str]] = field(default_factory=list)  # reachable, in discovery order
     names: dict[tuple[str, str], str] = field(default_factory=dict)  # how reached_via names a function
     external_calls: int = 0  # calls into libraries (torch, the standard library), not listed
+    fallback: bool = False  # nn.Module forwards were roots (no capture site, or one unresolved)
+    warmed_up: list[tuple[str, str]] = field(default_factory=list)  # capture functions warmed by a caller
 
 
 def _text(expr: Any) -> str:
@@ -66,15 +74,23 @@ def _text(expr: Any) -> str:
 
 # ----- regions ----------------------------------------------------------------------------------
 
-def _designation(project: Project, key: tuple[str, str], config: Config) -> str | None:
+def _designation(project: Project, key: tuple[str, str], config: Config,
+                 orchestration: Mapping[tuple[str, str], str] | None = None) -> tuple[str | None, str]:
+    """(HOST | EAGER | None, the reason): markers and config first, then orchestration."""
     path, qualname = key
     marker = project.markers.get(key)
     modules = [m for m in (project.module_of.get(path), project.alt_module_of.get(path), module_name(path)) if m]
-    if marker == "host" or any(listed(config.host, m, qualname) for m in modules):
-        return HOST
-    if marker == "eager" or any(listed(config.eager, m, qualname) for m in modules):
-        return EAGER
-    return None
+    if marker == "host":
+        return HOST, "`# graphlint: host` marker"
+    if any(listed(config.host, m, qualname) for m in modules):
+        return HOST, "listed in host (config)"
+    if marker == "eager":
+        return EAGER, "`# graphlint: eager` marker"
+    if any(listed(config.eager, m, qualname) for m in modules):
+        return EAGER, "listed in eager (config)"
+    if orchestration and key in orchestration:
+        return HOST, orchestration[key]
+    return None, ""
 
 
 def _spec_matches(project: Project, spec: str, path: str) -> bool:
@@ -107,12 +123,107 @@ def _resolve_entries(project: Project, config: Config) -> list[tuple]:
             raise EntryPointError(
                 f"entry point '{spec}' names no function in the linted files "
                 f"(expected module:Qualified.name, e.g. dsv4_model.model:GraphSafeDSV4.step)")
-        entries.extend(targets)
+        entries.extend((target, f"configured entry point `{spec}`") for target in targets)
     for key, marker in project.markers.items():
         if marker == "entry" and key in project.functions:
             owner = project.functions[key]["class"]
-            entries.append((FN, key, (key[0], owner) if owner else None))
+            entries.append(((FN, key, (key[0], owner) if owner else None), "`# graphlint: entry` marker"))
     return entries
+
+
+_SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin", "graphed-callables":
+               "make_graphed_callables", "compile": "torch.compile(mode=reduce-overhead)",
+               "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
+
+
+def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool]:
+    """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
+    could not be resolved) from the capture sites in the linted code."""
+    roots: list[tuple[tuple, str]] = []
+    orchestration: dict[tuple[str, str], str] = {}
+    blind = False
+    for key, function in project.functions.items():
+        owner = (key[0], function["class"]) if function["class"] else None
+        scope = (key[0], key[1], owner)
+        for kind, line, callees in function.get("captures", ()):
+            where = f"{key[0]}:{line}"
+            reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
+            if kind == "compile-decorator":
+                roots.append(((FN, key, owner), reason))
+                continue
+            orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
+            for expr in callees:
+                values = project.eval(expr, scope)
+                targets = project.call_targets(values)
+                if not targets and type(expr) is str:
+                    # `f = torch.compile(f, ...)` rebinds the name: the function is the module's.
+                    values = project.eval(expr, (key[0], None, None))
+                    targets = project.call_targets(values)
+                if targets:
+                    roots.extend((target, reason) for target in targets)
+                elif any(v[0] in (DYN, PEXT, INST) for v in values):
+                    blind = True
+                    text = _text(expr)
+                    unresolved.setdefault((key, text), {
+                        "path": key[0], "caller": names.get(key, key[1]), "call": text,
+                        "reason": f"the callee of the capture site at {where} cannot be resolved; "
+                                  f"every nn.Module forward is checked instead"})
+        if function.get("replays"):
+            orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
+    return roots, orchestration, blind
+
+
+def _is_module(project: Project, cls: tuple[str, str]) -> bool:
+    """An nn.Module subclass, as far as the linted files tell (a base from torch.nn, or a
+    project base outside the lint named like a module or model)."""
+    for base in project.mro(cls)[1]:
+        name = base[1]
+        if name.startswith("torch.nn.") or name.endswith(("Module", "Model", "PreTrainedModel", "Layer")):
+            return True
+    return False
+
+
+def _submodule_classes(project: Project) -> set[tuple[str, str]]:
+    """Linted classes that another linted class holds as an attribute (`self.lm_head =
+    ParallelLMHead(...)`, items of a ModuleList): their forward runs where the holder calls it."""
+    held: set[tuple[str, str]] = set()
+
+    def collect(values: frozenset, depth: int = 0) -> None:
+        for value in values:
+            if value[0] == INST:
+                held.add(value[1])
+            elif value[0] == LIST and depth < 3:
+                collect(value[1], depth + 1)
+            elif value[0] == TUPLE and depth < 3:
+                for part in value[1]:
+                    collect(part, depth + 1)
+            elif value[0] == DICT and depth < 3:
+                collect(value[2], depth + 1)
+
+    for cls, info in project.classes.items():
+        for attr, assigned in info["attrs"].items():
+            for method, expr in assigned:
+                if type(expr) is tuple and expr[:1] == ("ann",):
+                    continue  # a declared type says nothing about what the module builds
+                scope = (cls[0], method, cls) if method else (cls[0], None, None)
+                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls))
+    return held
+
+
+def _forward_roots(project: Project) -> list[tuple[tuple, str]]:
+    """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
+    submodule (an LM head or a sampler held by the model and called outside its forward is not
+    per-step unless a forward reaches it)."""
+    roots = []
+    held: set[tuple[str, str]] | None = None
+    for cls, info in project.classes.items():
+        key = (cls[0], f"{cls[1]}.forward")
+        if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
+            if held is None:
+                held = _submodule_classes(project)
+            if cls not in held:
+                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
+    return roots
 
 
 def _display_names(project: Project) -> dict[tuple[str, str], str]:
@@ -125,15 +236,26 @@ def _display_names(project: Project) -> dict[tuple[str, str], str]:
 
 
 def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
-    """Regions of every linted function from the entry points; raises EntryPointError when an
-    entry point names nothing."""
+    """Regions of every linted function from the roots (capture sites, configured entry points
+    and markers, nn.Module forwards where needed); raises EntryPointError when an entry point
+    names nothing."""
     project = Project(files, Path(config.root))
     entries = _resolve_entries(project, config)
     graph = CallGraph()
     names = graph.names = _display_names(project)
-    region: dict[tuple[str, str], str] = {}
-    parent: dict[tuple[str, str], tuple[str, str] | None] = {}
     unresolved: dict[tuple, dict] = {}
+    sites, orchestration, blind = _capture_roots(project, unresolved, names)
+    has_sites = any(project.functions[key].get("captures") for key in project.functions)
+    fallback = _forward_roots(project) if (blind or not has_sites) else []
+    roots = entries + sites + fallback
+    # Nothing discovered: configured entry points say where the step is (only what they reach
+    # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
+    # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
+    nothing_found = not sites and not fallback and not orchestration
+    swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
+    region: dict[tuple[str, str], str] = {}
+    reasons: dict[tuple[str, str], str] = {}
+    parent: dict[tuple[str, str], tuple[str, str] | None] = {}
     seen_contexts: set[tuple] = set()
     eager_seeds: list[tuple] = []
 
@@ -145,21 +267,21 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             node = parent.get(node)
         return tuple(reversed(out))
 
-    def reach(target: tuple, mode: str, via: tuple[str, str] | None, queue: deque) -> None:
+    def reach(target: tuple, mode: str, via: tuple[str, str] | None, reason: str, queue: deque) -> None:
         key = target[1]
-        designation = _designation(project, key, config)
+        designation, why = _designation(project, key, config, orchestration)
         if designation == HOST:
             if key not in region:
-                region[key], parent[key] = HOST, via
+                region[key], parent[key], reasons[key] = HOST, via, why
                 graph.order.append(key)
             return
         wanted = EAGER if designation == EAGER or mode == EAGER else CAPTURED
         if wanted == EAGER and mode == CAPTURED:
-            eager_seeds.append((target, via))
+            eager_seeds.append((target, via, why))
             return
-        place(target, wanted, via, queue)
+        place(target, wanted, via, reason, queue)
 
-    def place(target: tuple, wanted: str, via: tuple[str, str] | None, queue: deque) -> None:
+    def place(target: tuple, wanted: str, via: tuple[str, str] | None, reason: str, queue: deque) -> None:
         """Give `target` its region (captured wins over eager) and queue its callees once
         per (function, self class, region)."""
         key = target[1]
@@ -168,15 +290,15 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
         if key not in region or (region[key] != CAPTURED and wanted == CAPTURED):
             if key not in region:
                 graph.order.append(key)
-            region[key], parent[key] = wanted, via
+            region[key], parent[key], reasons[key] = wanted, via, reason
         context = (key, target[2], wanted)
         if context not in seen_contexts:
             seen_contexts.add(context)
-            queue.append((target, wanted))
+            queue.append((target, wanted, reasons[key]))
 
     def run(queue: deque) -> None:
         while queue:
-            target, mode = queue.popleft()
+            target, mode, reason = queue.popleft()
             key, self_class = target[1], target[2]
             scope = (key[0], key[1], self_class)
             callees = graph.edges.setdefault(key, [])
@@ -184,30 +306,89 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
                 for callee in _callees(project, call, scope, key, names, unresolved, graph):
                     if callee[1] not in callees:
                         callees.append(callee[1])
-                    reach(callee, mode, key, queue)
+                    reach(callee, mode, key, reason, queue)
 
     queue: deque = deque()
-    for entry in entries:
-        designation = _designation(project, entry[1], config)
+    for root, reason in roots:
+        designation, why = _designation(project, root[1], config, orchestration)
         if designation == EAGER:
-            eager_seeds.append((entry, None))
+            eager_seeds.append((root, None, why))
         else:
-            reach(entry, CAPTURED, None, queue)
+            reach(root, CAPTURED, None, reason, queue)
     run(queue)
-    for target, via in eager_seeds:
-        place(target, EAGER, via, queue)
+    for target, via, why in eager_seeds:
+        place(target, EAGER, via, why, queue)
         run(queue)
 
-    graph.entries = list(dict.fromkeys(e[1] for e in entries))
+    for key, why in orchestration.items():
+        # The functions that capture or replay are listed (host) even when nothing reaches them.
+        if key not in region and _designation(project, key, config, orchestration)[0] == HOST:
+            region[key], parent[key], reasons[key] = HOST, None, _designation(project, key, config, orchestration)[1]
+            graph.order.append(key)
+    graph.entries = list(dict.fromkeys(e[0][1] for e in roots))
     for file in files:
         for function in file.get("functions", []):
             key = (file["path"], function["qualname"])
             if key in region:
-                graph.placements[key] = Placement(region[key], chain(key))
+                graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""))
+            elif key in swept:
+                graph.placements[key] = swept[key]
             else:
-                graph.placements[key] = Placement(UNREACHED)
+                designation, why = _designation(project, key, config, orchestration)
+                if designation == HOST:
+                    graph.placements[key] = Placement(HOST, (), why)
+                else:
+                    graph.placements[key] = Placement(UNREACHED, (), "not reached from a capture site, an entry "
+                                                      "point or an nn.Module forward")
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
+    graph.fallback = bool(fallback)
+    graph.warmed_up = _warmed_by_caller(project)
     return graph
+
+
+def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str, str], Placement]:
+    """Placements when nothing is discovered (no capture site, no nn.Module forward: loose
+    functions or plain classes linted alone): every function per-step, as in the sweep mode."""
+    why = "no capture site or nn.Module forward in the linted files: every function is per-step"
+    return {key: Placement(CAPTURED, (), why) if placement.region == CAPTURED else placement
+            for key, placement in default_placements(files, config.host, config.eager).items()}
+
+
+def _last_name(expr: Any) -> str:
+    if type(expr) is str:
+        return expr
+    if type(expr) is tuple and expr and expr[0] == "a":
+        return expr[2]
+    return ""
+
+
+def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
+    """Functions that capture a graph and whose caller runs a warm-up before calling them
+    (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
+    capturing: dict[str, list[tuple[str, str]]] = {}
+    for key, f in project.functions.items():
+        if any(site[0] != "compile-decorator" for site in f.get("captures", ())):
+            capturing.setdefault(key[1].rsplit(".", 1)[-1], []).append(key)
+    if not capturing:
+        return []
+    # What each capture function captures, by name (`self._model_forward`): a caller that
+    # runs it first has warmed the step up.
+    captured_names = {key: {_last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
+                            for site in project.functions[key]["captures"] for e in site[2]} - {""}
+                      for keys in capturing.values() for key in keys}
+    warmed: set[tuple[str, str]] = set()
+    for key, function in project.functions.items():
+        earlier: list[str] = []
+        owner = (key[0], function["class"]) if function["class"] else None
+        for call in function["calls"]:
+            name = _last_name(call[1])
+            candidates = [t for t in capturing.get(name, ()) if t not in warmed and any(
+                "warm" in e.lower() or e in captured_names[t] for e in earlier)]
+            if candidates:
+                callees = {c[1] for c in project.call_targets(project.eval(call[1], (key[0], key[1], owner)))}
+                warmed.update(t for t in candidates if t in callees)
+            earlier.append(name)
+    return sorted(warmed)
 
 
 def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str], names: dict,

@@ -1,9 +1,10 @@
 """The region of every function: `captured` (inside the graph), `eager` (an eager break:
 syncs matter, capture-only rules do not), `host` (outside by design) or `unreached`.
 
-Without entry points every function is per-step (`captured`) except constructors, functions
-listed in `host` and functions marked `# graphlint: host`; module-level code is never
-per-step.
+The call graph (graphlint.callgraph.graph) finds them from capture sites, nn.Module forwards and
+configured roots. In the sweep mode (`regions = "sweep"`, `check --sweep`, `default_placements`)
+every function is per-step (`captured`) except constructors, functions listed in `host` and
+functions marked `# graphlint: host`; module-level code is never per-step.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ UNREACHED = "unreached"
 class Placement:
     region: str
     reached_via: tuple[str, ...] = ()
+    reason: str = ""  # why: "capture site at path:line", "forward of nn.Module X", "configured host", ...
 
 
 def module_name(rel_path: str) -> str:
@@ -62,5 +64,6 @@ def default_placements(files: Sequence[Mapping], host: Sequence[str], eager: Seq
                 region = EAGER
             else:
                 region = CAPTURED
-            placements[(file["path"], qualname)] = Placement(region)
+            placements[(file["path"], qualname)] = Placement(region, reason="sweep: every function is per-step"
+                                                             if region == CAPTURED else f"sweep: {region} by name")
     return placements

@@ -14,6 +14,7 @@ where a class or function is (path, qualname).
 from __future__ import annotations
 
 import builtins
+import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -36,10 +37,12 @@ _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set",
 
 def _freeze(value: Any) -> Any:
     """JSON lists -> tuples (hashable, so evaluations can be memoised); kwargs dict -> pairs."""
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    kind = type(value)
+    if kind is list:
+        # Leaves (names, numbers) need no call: most items of the facts are strings.
+        return tuple([v if type(v) is str else _freeze(v) for v in value])
+    if kind is dict:
+        return tuple(sorted([(k, _freeze(v)) for k, v in value.items()]))
     return value
 
 
@@ -51,13 +54,49 @@ def package_module(path: str, root: Path) -> str:
     full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
     if full is None:
         return module_name(path)
-    full = full.resolve()
-    parts = [] if full.name == "__init__.py" else [full.stem]
-    folder = full.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
+    package = _package_of(str(full.parent))
+    if full.name == "__init__.py":
+        return package or full.parent.resolve().name
+    return f"{package}.{full.stem}" if package else full.stem
+
+
+@functools.lru_cache(maxsize=4096)
+def _package_of(folder_text: str) -> str:
+    """The dotted package a folder is, as Python imports it ("" for none); one lookup per
+    folder, however many files it holds (the call graph's cache key names every file's module)."""
+    folder = Path(folder_text).resolve()
+    parts: list[str] = []
+    while folder.parent != folder and ((folder / "__init__.py").is_file() or _namespace_portion(folder)):
         parts.insert(0, folder.name)
         folder = folder.parent
-    return ".".join(parts) if parts else full.stem
+    return ".".join(parts)
+
+
+def namespace_parents(path: str, root: Path, module: str) -> list[str]:
+    """Folders without `__init__.py` right above a file's top package, innermost last: with
+    their parent on sys.path Python imports the package through them as namespace packages
+    (`lmdeploy/pytorch/nn/linear.py`, no `lmdeploy/__init__.py`, is `lmdeploy.pytorch.nn.linear`)."""
+    full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
+    if full is None:
+        return []
+    top = full.resolve().parent
+    folders = len(module.split(".")) - (0 if full.name == "__init__.py" else 1)
+    for _ in range(folders - 1):
+        top = top.parent
+    names: list[str] = []
+    folder = top.parent
+    while len(names) < 2 and folder.parent != folder and folder.name.isidentifier() \
+            and not (folder / "__init__.py").is_file():
+        names.insert(0, folder.name)
+        folder = folder.parent
+    return names
+
+
+def _namespace_portion(folder: Path) -> bool:
+    """A folder without `__init__.py` inside a regular package (within two levels): Python
+    imports it as a namespace subpackage (`pkg/ns/mod.py` is `pkg.ns.mod`)."""
+    return folder.name.isidentifier() and any(
+        (up / "__init__.py").is_file() for up in (folder.parent, folder.parent.parent) if up != up.parent)
 
 
 class Project:
@@ -90,6 +129,13 @@ class Project:
             self.modules.setdefault(module, path)
             self.module_of[path] = module
             self.alt_module_of[path] = module_name(path)
+            # The path-based name too: a namespace package linted from its parent folder.
+            if "/" in path and all(p.isidentifier() for p in self.alt_module_of[path].split(".")):
+                self.modules.setdefault(self.alt_module_of[path], path)
+            if "." in module or path.endswith("__init__.py"):
+                parents = namespace_parents(path, root, module)
+                for k in range(1, len(parents) + 1):
+                    self.modules.setdefault(".".join(parents[-k:] + [module]), path)
             self.is_package[path] = path.endswith("__init__.py")
             self.imports[path] = dict(facts.get("imports", {}))
             self.globals[path] = {k: _freeze(v) for k, v in facts.get("globals", {}).items()}
@@ -111,10 +157,15 @@ class Project:
                     "returns": _freeze(data.get("returns", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
+                if "captures" in data:
+                    self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
+                if "replays" in data:
+                    self.functions[(path, qualname)]["replays"] = data["replays"]
         self.project_tops = {name.split(".")[0] for name in [*self.modules, *self.skipped]}
         self._memo: dict[tuple, frozenset] = {}
         self._active: set[tuple] = set()
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
+        self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -317,7 +368,10 @@ class Project:
         out = set()
         for value in values:
             if value[0] == CLS:
+                # A value typed as a class may be any linted subclass: calls on it reach every
+                # override (`self.layers[i].update(...)` on a cache layer base class).
                 out.add((INST, value[1]))
+                out.update((INST, sub) for sub in self.subclasses(value[1]))
             elif value[0] in (EXT, PEXT):
                 out.add(value)
         return out
@@ -344,6 +398,15 @@ class Project:
                     outside.append(value)
         self._mro[cls] = (order, outside)
         return order, outside
+
+    def subclasses(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
+        """The linted classes that derive from `cls` (directly or not)."""
+        if self._subclasses is None:
+            self._subclasses = {}
+            for other in self.classes:
+                for base in self.mro(other)[0][1:]:
+                    self._subclasses.setdefault(base, []).append(other)
+        return self._subclasses.get(cls, [])
 
     def member(self, cls: tuple[str, str], attr: str, self_class: tuple[str, str] | None,
                instance: bool = True, after: tuple[str, str] | None = None) -> set:
@@ -585,6 +648,13 @@ class Project:
                 if value[0] == DICT:
                     items |= value[2]
             return {(DICT, _EMPTY, frozenset(items))}
+        if dotted in ("itertools.islice", "itertools.chain"):
+            # `islice(self.layers, start, end)` (pipeline-parallel models) iterates the modules.
+            count = 1 if short == "islice" else len(args)
+            items = set()
+            for index in range(count):
+                items |= self.element(self._arg(args, index, scope))
+            return {(LIST, frozenset(items))}
         if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
             return set(self._arg(args, 0, scope))  # calling a partial calls its function
         return {(EXT, _join(dotted, "()"))}

@@ -43,8 +43,9 @@ def _resolve_code(token: str) -> str | None:
 
 
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
-             placements: dict | None = None) -> list[Finding]:
-    """Turn per-file analyses into report findings under the config (pure and ordered)."""
+             placements: dict | None = None, warmed_up: set | frozenset = frozenset()) -> list[Finding]:
+    """Turn per-file analyses into report findings under the config (pure and ordered).
+    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510)."""
     if placements is None:
         placements = default_placements(files, config.host, config.eager)
     findings: list[Finding] = []
@@ -63,7 +64,16 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                       "fix": BY_CODE["GL900"].fix, "region": "module", "reached_via": ()}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
+            zone = raw.get("zone")
+            if zone in ("training-only", "lazy-init", "prefill-only") and placement.region in (CAPTURED, EAGER):
+                # One-time code inside a per-step function: the warm-up runs it before capture.
+                placement = Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
+            elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
+                placement = Placement(CAPTURED, placement.reached_via,
+                                      f"inside the `with torch.cuda.graph` block of {raw['function']}")
             rule = BY_CODE[raw["rule"]]
+            if raw["rule"] == "GL510" and (path, raw["function"]) in warmed_up:
+                continue  # the caller warms the step up before calling the capture function
             # Capture orchestration rules (GL5xx) judge the code that captures and replays,
             # which is host code by design, so they hold in every region; a `host_code_only`
             # one leaves per-step regions to the sync rule that reports the same node (GL106).
@@ -74,7 +84,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             if placement.region == EAGER and rule.capture_only:
                 continue
-            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via}))
+            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via,
+                                      "region_reason": placement.reason}))
         for line, items in sup_by_line.items():
             for item in items:
                 for token in item.codes:
@@ -108,7 +119,7 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 line=raw["line"], col=raw["col"], end_line=raw["end_line"], end_col=raw["end_col"],
                 function=raw["function"], region=raw["region"], message=raw["message"], fix=raw["fix"],
                 name=rule.name, suppressed=suppressed, suppression_reason=reason,
-                reached_via=tuple(raw["reached_via"]),
+                reached_via=tuple(raw["reached_via"]), region_reason=raw.get("region_reason", ""),
             ))
         findings.extend(_unused_suppressions(path, sup_by_line, used, select, ignore, file_ignores, config))
     findings.sort(key=Finding.sort_key)

@@ -1,5 +1,6 @@
 """Run the static check: discover files -> analyse each (pool.py, cached by cache.py) -> place
-functions in regions (the call graph, cached as a whole) -> findings (finalize.py) ->
+functions in regions (the call graph, cached as a whole; every function per-step in the sweep
+mode) -> findings (finalize.py) ->
 fingerprints (fingerprints.py) -> the static half of a report.
 """
 from __future__ import annotations
@@ -24,28 +25,35 @@ from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
 from graphlint.report import StaticResult
 
 
-def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -> tuple[dict, list]:
-    """Placements and unresolved calls from the call graph, cached as a whole. The key covers
+def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -> tuple[dict, list, set]:
+    """Placements, unresolved calls and the capture functions a caller warms up, from the call
+    graph, cached as a whole. The key covers
     every file's cache key, the module name each file has on disk (package folders may lie
     outside the linted paths) and the config the graph reads, so a warm run skips the graph."""
     key = ""
     if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
         root = Path(config.root)
-        parts = [cache.fingerprint, str(root.resolve()), repr((config.entry_points, config.host, config.eager))]
+        parts = [cache.fingerprint, str(root.resolve()), repr((config.entry_points, config.host, config.eager,
+                                                                config.regions))]
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
         cached = cache.get(key)
         if cached is not None:
-            placements = {(path, qualname): Placement(region, tuple(via))
-                          for path, qualname, region, via in cached["placements"]}
-            return placements, cached["unresolved"]
+            reasons = cached["reasons"]
+            placements = {(path, qualname): Placement(region, tuple(via), reasons[reason])
+                          for path, qualname, region, via, reason in cached["placements"]}
+            return placements, cached["unresolved"], {tuple(k) for k in cached.get("warmed_up", ())}
     graph = callgraph.build(files, config)
     unresolved = json.loads(json.dumps(graph.unresolved))  # as the cache gives it back
     if key:
-        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via)]
+        # Reasons repeat (one per root): stored once, placements hold their index.
+        reasons: dict[str, int] = {}
+        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via),
+                                        reasons.setdefault(p.reason, len(reasons))]
                                        for (path, qualname), p in graph.placements.items()],
-                        "unresolved": unresolved})
-    return graph.placements, unresolved
+                        "reasons": list(reasons),
+                        "unresolved": unresolved, "warmed_up": [list(k) for k in graph.warmed_up]})
+    return graph.placements, unresolved, set(graph.warmed_up)
 
 
 def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[str] | None = None,
@@ -73,21 +81,26 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     progress = progress or (lambda phase, files: None)  # (phase, number of files): a long check shows it
     progress("analysing", len(tasks))
     cache = Cache(cache_dir)
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points)
+    sweep = config.regions == "sweep"
+    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=sweep)
     # Facts across functions: parameters from call sites, returns, inherited attributes.
     files = refine(files, tasks, Path(config.root), cache, jobs or default_jobs())
     placements = None
+    warmed_up: set = set()
     extra: dict[str, Any] = {}
-    # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
-    if config.entry_points or any(f.get("marker") == "entry" for file in files for f in file.get("functions", [])):
+    # Regions come from the call graph (capture sites, nn.Module forwards, entry points and
+    # markers combined); the sweep mode makes every function per-step instead.
+    if not sweep:
         progress("call graph and regions", len(files))
-        placements, extra["unresolved_calls"] = _call_graph_regions(files, config, cache)
+        placements, extra["unresolved_calls"], warmed_up = _call_graph_regions(files, config, cache)
+    select = tuple(select) or config.select
+    ignore = tuple(ignore) + config.ignore
     texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
                             for raw, pair in zip(file["findings"], file["fingerprint_texts"])}
              for file in files if file.get("fingerprint_texts")}
     progress("findings", len(files))
     with gc_paused():
-        findings = fingerprint_findings(finalize(files, config, select, ignore, placements), config.root, texts)
+        findings = fingerprint_findings(finalize(files, config, select, ignore, placements, warmed_up), config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.unresolved_calls = extra.get("unresolved_calls", [])
     if problems:

@@ -18,15 +18,16 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
     console = Console(file=stream, highlight=False, soft_wrap=False, force_terminal=color,
                       no_color=color is False, width=200 if not stream.isatty() else None)
     entries = ", ".join(result.entry_points) or "(none)"
-    console.print(f"[bold]entry points:[/] {escape(entries)}")
+    console.print(f"[bold]roots:[/] {escape(entries)}")
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    for column in ("class", "region", "function", "location", "findings"):
-        table.add_column(column, no_wrap=column != "findings", overflow="fold")
+    for column in ("class", "region", "function", "location", "findings", "why"):
+        table.add_column(column, no_wrap=column not in ("findings", "why"), overflow="fold")
     for row in result.rows:
         style = _STYLE.get(row.cls, "red")
         findings = " ".join(f"{rule}x{n}" if n > 1 else rule for rule, n in row.findings.items())
         location = f"{row.path}:{row.line}" if row.line else row.path
-        table.add_row(f"[{style}]{row.cls}[/]", row.region, escape(row.function), escape(location), findings)
+        table.add_row(f"[{style}]{row.cls}[/]", row.region, escape(row.function), escape(location), findings,
+                      escape(row.reason))
     console.print(table)
     counts = result.counts()
     console.print("[bold]by class:[/] " + ", ".join(f"{name} {count}" for name, count in counts.items()))
@@ -36,9 +37,11 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
             console.print(f"  {escape(item['caller'])}: [bold]{escape(item['call'])}[/] - {escape(item['reason'])}")
     blocking = result.blocking()
     captured = sum(1 for row in result.rows if row.region == "captured")
+    # A pass is only as good as the graph: say how many reachable calls it could not follow.
+    unfollowed = f"{len(result.unresolved)} reachable call{'s' if len(result.unresolved) != 1 else ''} not followed"
     if blocking:
         console.print(f"\n[bold red]FAIL[/]: {len(blocking)} of {captured} captured functions are not capturable "
-                      f"({len(result.rows)} reachable, {result.files} files)")
+                      f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
     else:
         console.print(f"\n[bold green]PASS[/]: all {captured} captured functions are capturable "
-                      f"({len(result.rows)} reachable, {result.files} files)")
+                      f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")

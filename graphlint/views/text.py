@@ -124,6 +124,15 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                 console.print(f"  [green]fix:[/] {escape(printable(finding.fix))}")
             if shown:
                 console.print()
+        unresolved = getattr(static, "unresolved_calls", None) or []
+        if unresolved and not quiet:
+            # Reachable calls the call graph could not follow: the code behind them is not checked.
+            console.print(f"[bold]unresolved reachable calls ({len(unresolved)}):[/] not followed, the code they "
+                          "reach is not checked")
+            for item in unresolved:
+                console.print(f"  {escape(item['path'])}: {escape(item['caller'])}: [bold]{escape(item['call'])}[/]"
+                              f" - {escape(item['reason'])}")
+            console.print()
         if statistics:
             counts = Counter((f.rule, f.name) for f in static.findings if not f.suppressed)
             for (code, name), count in sorted(counts.items()):

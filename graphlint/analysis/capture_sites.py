@@ -1,0 +1,229 @@
+"""Per-file facts that decide regions without configuration: where a function captures a CUDA
+graph (and what it captures), whether it replays one, and which of its branches are not part
+of the captured decode step (training-only, lazy first-call initialisation, prefill-only).
+
+Capture sites: `with torch.cuda.graph(...)` (its body), `g.capture_begin()` ... `g.capture_end()`
+(the statements between), `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f,
+mode="reduce-overhead" | "max-autotune")` (or `options={"triton.cudagraphs": True}`), and a
+def decorated with such a `torch.compile`. Nothing is resolved here; the call graph follows the
+callees (graphlint.callgraph.graph).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from graphlint.analysis.children import code_children
+from graphlint.analysis.names import ImportMap, dotted
+
+GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+_COMPILE = frozenset({"torch.compile", "torch._dynamo.optimize"})
+_GRAPHED = frozenset({"torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"})
+# torch.compile modes that wrap the compiled code in CUDA graphs (Inductor's cudagraph trees).
+_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+# Flags that say "initialised" (`if not self._initialized:` ... one-time set-up).
+_INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setup", "_built", "_setup_done")
+
+TRAINING_ONLY = "training-only"
+LAZY_INIT = "lazy-init"
+PREFILL_ONLY = "prefill-only"
+# Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
+# (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
+_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling"})
+_DECODE_FLAGS = frozenset({"is_decoding", "is_decode"})
+
+
+@dataclass
+class CaptureSite:
+    """One place that captures: its kind, the node to locate, and the callees it captures
+    (libcst expressions: the callee of each call in a block, or the callable handed over)."""
+
+    kind: str  # "cuda-graph" | "capture-begin" | "graphed-callables" | "compile" | "compile-decorator"
+    node: cst.CSTNode
+    callees: list[cst.BaseExpression] = field(default_factory=list)
+    block: cst.CSTNode | None = None  # the code captured inline (a with body, capture_begin..end)
+
+
+def _kw(call: cst.Call, name: str) -> cst.BaseExpression | None:
+    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
+
+
+def compile_captures(call: cst.Call, imports: ImportMap) -> bool:
+    """`torch.compile(..., mode="reduce-overhead")` or with cudagraphs on in `options`."""
+    if imports.resolve(call.func) not in _COMPILE:
+        return False
+    mode = _kw(call, "mode")
+    if isinstance(mode, cst.SimpleString) and mode.evaluated_value in _GRAPH_MODES:
+        return True
+    options = _kw(call, "options")
+    if isinstance(options, cst.Dict):
+        for element in options.elements:
+            if (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
+                    and element.key.evaluated_value == "triton.cudagraphs"
+                    and isinstance(element.value, cst.Name) and element.value.value == "True"):
+                return True
+    return False
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(current, cst.Call):
+            out.append(current.func)
+        stack.extend(reversed(code_children(current)))
+    return out
+
+
+def _callables(arg: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(arg, (cst.Tuple, cst.List)):
+        return [e.value for e in arg.elements]
+    return [arg]
+
+
+def decorator_captures(function: cst.FunctionDef, imports: ImportMap) -> cst.CSTNode | None:
+    for decorator in function.decorators:
+        if isinstance(decorator.decorator, cst.Call) and compile_captures(decorator.decorator, imports):
+            return decorator
+    return None
+
+
+def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[CaptureSite], cst.CSTNode | None]:
+    """The capture sites in a function's own body (not nested defs), and its first replay."""
+    sites: list[CaptureSite] = []
+    replay: cst.CSTNode | None = None
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.With):
+            for item in node.items:
+                if isinstance(item.item, cst.Call) and imports.resolve(item.item.func) in GRAPH_CONTEXTS:
+                    sites.append(CaptureSite("cuda-graph", item.item, _calls_in(node.body), node.body))
+        elif isinstance(node, cst.Call):
+            qualified = imports.resolve(node.func)
+            positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            if qualified in _GRAPHED and positional:
+                sites.append(CaptureSite("graphed-callables", node, _callables(positional[0])))
+            elif positional and compile_captures(node, imports):
+                sites.append(CaptureSite("compile", node, [positional[0]]))
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "replay" and not node.args \
+                    and replay is None and _graph_like(node.func.value):
+                replay = node
+        elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):
+            sites.extend(_begin_end(node.body))
+        stack.extend(reversed(code_children(node)))
+    return sites, replay
+
+
+def _graph_like(receiver: cst.BaseExpression) -> bool:
+    """`g`, `graph`, `self._graph`, `self.graphs[bs]`: a CUDA graph by its name (a replay buffer's
+    `.replay()` is not one)."""
+    while isinstance(receiver, cst.Subscript):
+        receiver = receiver.value
+    name = (dotted(receiver) or "").rsplit(".", 1)[-1].lower()
+    return name in ("g", "cg") or "graph" in name
+
+
+def _method_stmt(stmt: cst.CSTNode, method: str) -> cst.Call | None:
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method:
+            return call
+    return None
+
+
+def _begin_end(body: Any) -> list[CaptureSite]:
+    """`g.capture_begin()` ... `g.capture_end()` in one block: the statements between."""
+    sites = []
+    begin: int | None = None
+    for index, stmt in enumerate(body):
+        if _method_stmt(stmt, "capture_begin") is not None:
+            begin = index
+        elif begin is not None and _method_stmt(stmt, "capture_end") is not None:
+            between = list(body[begin + 1:index])
+            callees = [c for s in between for c in _calls_in(s)]
+            sites.append(CaptureSite("capture-begin", _method_stmt(body[begin], "capture_begin"), callees,
+                                     between[0] if between else None))
+            begin = None
+    return sites
+
+
+# ----- one-time branches ------------------------------------------------------------------------
+
+def _is_self_training(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Attribute) and node.attr.value == "training"
+            and isinstance(node.value, cst.Name) and node.value.value == "self")
+
+
+def _assigned(body: cst.CSTNode, target_text: str) -> bool:
+    """Whether the block assigns `target_text` (`self.buf`, `buf`) anywhere."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+            for target in targets:
+                parts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+                if any(dotted(p) == target_text for p in parts):
+                    return True
+        elif isinstance(node, cst.Call) and dotted(node.func) in ("setattr", "self.register_buffer"):
+            return True
+        stack.extend(code_children(node))
+    return False
+
+
+def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
+    """(kind, negated) for an `if` test that selects one-time code: kind is TRAINING_ONLY or
+    LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`).
+    Lazy initialisation tests an attribute (`self.buf is None`, `not self._initialized`,
+    `not hasattr(self, "x")`) that the branch sets."""
+    if _is_self_training(test):
+        return TRAINING_ONLY, False
+    flag, negated = (test.expression, True) if (
+        isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
+    if isinstance(flag, cst.Attribute) and flag.attr.value in _PREFILL_FLAGS:
+        return PREFILL_ONLY, negated
+    if isinstance(flag, cst.Attribute) and flag.attr.value in _DECODE_FLAGS:
+        return PREFILL_ONLY, not negated
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        if _is_self_training(test.left) or _is_self_training(test.right):
+            return TRAINING_ONLY, False
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = test.expression
+        if _is_self_training(inner):
+            return TRAINING_ONLY, True
+        name = dotted(inner)
+        if name is not None and "." in name:
+            short = name.rsplit(".", 1)[-1].lower()
+            if any(word in short for word in _INIT_WORDS) or _assigned(body, name):
+                return LAZY_INIT, False
+        if isinstance(inner, cst.Call) and dotted(inner.func) == "hasattr" and len(inner.args) == 2:
+            return LAZY_INIT, False
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.Is)
+            and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None"):
+        name = dotted(test.left)
+        # Only state that outlives the call (`self.buf`): `if x is None: x = ...` on a local or
+        # a parameter is a default taken every step.
+        if name is not None and "." in name and _assigned(body, name):
+            return LAZY_INIT, False
+    return None, False
+
+
+def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:
+    """The blocks of an `if` that run once (or only in training), with their kind."""
+    kind, negated = one_time_test(node.test, node.body)
+    if kind is None:
+        return []
+    if negated:
+        return [(node.orelse, kind)] if node.orelse is not None else []  # an Else, or an elif's If
+    return [(node.body, kind)]

@@ -1,0 +1,261 @@
+"""Zero-config regions on a vLLM-shaped engine (tests/fixtures/engine/minivllm): the capture
+site defines the captured region, the code around the replay is host, the graph follows
+`islice` over module lists, overrides of a base-class method and a namespace subpackage, and
+one-time branches are not per-step. Markers and entry points add roots without hiding the rest."""
+from __future__ import annotations
+
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from graphlint import audit
+from graphlint.callgraph.values import package_module
+from graphlint.cli import main
+from graphlint.config import Config
+from graphlint.engine import check
+
+ENGINE = Path(__file__).parent / "fixtures" / "engine"
+PLANTED = {("GL101", "StaticKVCache.update"), ("GL301", "silu_and_mul")}
+
+
+def _findings(root: Path, **options):
+    return check([root / "minivllm"], Config(root=root, **options), jobs=1).findings
+
+
+def test_zero_config_reports_exactly_the_planted_hazards():
+    findings = _findings(ENGINE)
+    assert {(f.rule, f.function) for f in findings} == PLANTED
+    by_rule = {f.rule: f for f in findings}
+    # Through the base class's method to the override, and through islice(self.layers, a, b).
+    assert by_rule["GL101"].reached_via == ("LlamaForCausalLM.forward", "LlamaModel.forward", "DecoderLayer.forward",
+                                            "Attention.forward", "StaticKVCache.update")
+    assert by_rule["GL301"].reached_via[-2:] == ("MLP.forward", "silu_and_mul")  # namespace subpackage
+    assert {f.region for f in findings} == {"captured"}
+    assert {f.region_reason for f in findings} == {"capture site at minivllm/model_runner.py:36 (torch.cuda.graph)"}
+
+
+def test_the_sweep_mode_keeps_every_function_per_step():
+    swept = _findings(ENGINE, regions="sweep")
+    rules = {(f.rule, f.function) for f in swept}
+    assert PLANTED <= rules
+    # What the sweep also reports is host code, one-time code and the eager sampler (the pinned,
+    # non_blocking uploads of prepare_inputs are GL402's own fix, so not even the sweep flags them).
+    assert ("GL102", "ModelRunner.execute") in rules and ("GL201", "Sampler.forward") in rules
+    assert not any(function == "ModelRunner.prepare_inputs" for _, function in rules)
+    assert len(swept) > 10
+
+
+def test_host_orchestration_one_time_code_and_the_eager_sampler_are_not_per_step():
+    findings = _findings(ENGINE, regions="sweep")
+    regions = {(f.function, f.rule): f.region for f in findings}
+    # In the sweep the lazy initialisation and the training-only read are still not per-step.
+    assert ("RotaryEmbedding.forward", "GL401") not in regions
+    assert ("MLP.forward", "GL101") not in regions
+    zero = {(f.function, f.rule) for f in _findings(ENGINE)}
+    for host in [("ModelRunner.prepare_inputs", "GL402"), ("ModelRunner.execute", "GL102"),
+                 ("ModelRunner.execute", "GL509"), ("ModelRunner.capture_graphs", "GL401"),
+                 ("ModelRunner.capture_graphs", "GL505"), ("ModelRunner.capture_graphs", "GL501"),
+                 ("ModelRunner.execute", "GL503"), ("ModelRunner.capture_graphs", "GL510"),
+                 ("Sampler.forward", "GL201"), ("LlamaForCausalLM.compute_logits", "GL101")]:
+        assert host not in zero
+
+
+def test_audit_lists_every_captured_function_with_its_reason():
+    result = audit.run([ENGINE / "minivllm"], Config(root=ENGINE), jobs=1)
+    captured = {row.function for row in result.rows if row.region == "captured"}
+    assert captured == {"LlamaForCausalLM.forward", "LlamaModel.forward", "DecoderLayer.forward", "Attention.forward",
+                        "MLP.forward", "RotaryEmbedding.forward", "KVCacheBase.update", "StaticKVCache.update",
+                        "SlidingKVCache.update", "silu_and_mul"}
+    host = {row.function: row.reason for row in result.rows if row.region == "host"}
+    assert host == {"ModelRunner.capture_graphs": "captures a CUDA graph at minivllm/model_runner.py:36 (orchestration)",
+                    "ModelRunner.execute": "replays a CUDA graph at minivllm/model_runner.py:53 (orchestration)"}
+    assert result.verdict() == "fail" and len(result.blocking()) == 2
+
+
+def test_audit_pass_says_how_many_reachable_calls_it_could_not_follow(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def forward(self, x: torch.Tensor, hook):
+                return hook(x) * 2
+        """))
+    result = CliRunner().invoke(main, ["audit", str(tmp_path / "m.py"), "--no-cache", "-j", "1"])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "1 reachable call not followed" in result.output
+    assert "hook" in result.output and "parameter `hook`" in result.output
+
+
+def test_text_output_lists_unresolved_reachable_calls(tmp_path):
+    (tmp_path / "m.py").write_text("import torch\nfrom torch import nn\n\nclass Block(nn.Module):\n"
+                                   "    def forward(self, x: torch.Tensor, hook):\n        return hook(x)\n")
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "m.py"), "--no-cache", "-j", "1"])
+    assert "unresolved reachable calls (1)" in result.output and "parameter `hook`" in result.output
+
+
+def test_a_marker_in_another_file_adds_a_root_and_hides_nothing(tmp_path):
+    shutil.copytree(ENGINE / "minivllm", tmp_path / "minivllm")
+    (tmp_path / "minivllm" / "tools.py").write_text(textwrap.dedent("""
+        import torch
+
+        def debug_dump(x: torch.Tensor):  # graphlint: entry
+            return x.tolist()
+        """))
+    findings = _findings(tmp_path)
+    assert {(f.rule, f.function) for f in findings} == PLANTED | {("GL102", "debug_dump")}
+    assert {f.region_reason for f in findings if f.function == "debug_dump"} == {"`# graphlint: entry` marker"}
+    configured = _findings(tmp_path, entry_points=("minivllm.sampler:Sampler.forward",))
+    assert PLANTED <= {(f.rule, f.function) for f in configured}
+    assert ("GL201", "Sampler.forward") in {(f.rule, f.function) for f in configured}
+
+
+def test_an_unresolved_capture_callee_falls_back_to_every_module_forward(tmp_path):
+    (tmp_path / "runner.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return x[x > 0]
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+
+            def capture(self, x):
+                graph = torch.cuda.CUDAGraph()
+                self.model(x)
+                with torch.cuda.graph(graph):
+                    self.model(x)
+                return graph
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1)
+    assert {(f.rule, f.function) for f in findings.findings} == {("GL303", "Layer.forward")}
+    assert findings.findings[0].region_reason.startswith("forward of nn.Module Layer")
+    assert any("capture site" in u["reason"] for u in findings.unresolved_calls)
+
+
+def test_compile_reduce_overhead_is_a_capture_site(tmp_path):
+    (tmp_path / "gen.py").write_text(textwrap.dedent("""
+        import torch
+
+        def decode_one(model, x: torch.Tensor):
+            return sample(x)
+
+        def sample(x: torch.Tensor):
+            return x.argmax().item()
+
+        def prefill(x: torch.Tensor):
+            return x.sum().item()
+
+        @torch.compile(mode="reduce-overhead")
+        def fused(x: torch.Tensor):
+            return torch.nonzero(x)
+
+        def main(model, x):
+            global decode_one
+            decode_one = torch.compile(decode_one, mode="reduce-overhead", fullgraph=True)
+            prefill(x)
+            return decode_one(model, x).item()
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert {(f.rule, f.function) for f in findings} == {("GL101", "sample"), ("GL301", "fused")}
+    assert {f.region_reason for f in findings} == {
+        "capture site at gen.py:19 (torch.compile(mode=reduce-overhead))",
+        "capture site at gen.py:13 (@torch.compile(mode=reduce-overhead))"}
+
+
+def test_namespace_subpackage_is_named_as_python_imports_it():
+    assert package_module("minivllm/layers/cache.py", ENGINE) == "minivllm.layers.cache"
+    assert package_module("minivllm/models/llama.py", ENGINE) == "minivllm.models.llama"
+
+
+def test_json_findings_carry_the_region_reason(tmp_path):
+    out = tmp_path / "r.json"
+    CliRunner().invoke(main, ["check", str(ENGINE / "minivllm"), "--no-cache", "-j", "1", "--format", "json",
+                              "-o", str(out)])
+    data = json.loads(out.read_text())
+    assert all(f["region_reason"].startswith("capture site at") for f in data["static"]["findings"])
+    swept = CliRunner().invoke(main, ["check", str(ENGINE / "minivllm"), "--no-cache", "-j", "1", "--sweep", "-q"])
+    assert swept.exit_code == 1 and "errors" in swept.output
+
+
+def test_training_lazy_and_prefill_branches_are_not_per_step(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor, meta):
+                if meta.is_decoding:
+                    y = x * 2
+                else:
+                    n = x.sum().item()          # prefill runs eagerly
+                if not self.training:
+                    y = x
+                else:
+                    m = x.max().item()          # training only
+                if meta.is_prefill:
+                    k = x.min().item()          # prefill runs eagerly
+                if self.table is None:
+                    self.table = torch.zeros(8, device=x.device)   # lazy initialisation
+                if not self._initialized:
+                    self.setup(x)
+                position = None
+                if position is None:
+                    position = torch.arange(4, device=x.device)    # a default taken every step
+                return x.mean().item() + position
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 24), ("GL401", 23)]
+
+
+def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        def build_table(x: torch.Tensor):
+            return torch.zeros(int(x.max().item()))
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor):
+                if self.table is None:
+                    self.table = build_table(x)
+                return x * 2
+        """))
+    assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []
+
+
+def test_capture_begin_end_and_graphed_callables_are_capture_sites(tmp_path):
+    (tmp_path / "sites.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Head(nn.Module):
+            def forward(self, x: torch.Tensor):
+                return x.max().item()
+
+        def inner(x: torch.Tensor):
+            return torch.nonzero(x)
+
+        def unused(x: torch.Tensor):
+            return x.sum().item()
+
+        def capture(x, head: Head):
+            g = torch.cuda.CUDAGraph()
+            inner(x)
+            g.capture_begin()
+            inner(x)
+            g.capture_end()
+            return torch.cuda.make_graphed_callables(head, (x,))
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert {(f.rule, f.function) for f in findings} == {("GL301", "inner"), ("GL101", "Head.forward")}
+    reasons = {f.function: f.region_reason for f in findings}
+    assert reasons["inner"] == "capture site at sites.py:18 (capture_begin)"
+    assert reasons["Head.forward"] == "capture site at sites.py:21 (make_graphed_callables)"
