@@ -8,6 +8,11 @@ from pathlib import Path
 from typing import Any
 
 
+# Per-file limits of the static check (bytes, seconds); a file beyond one is reported (GL902).
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024
+DEFAULT_FILE_TIMEOUT = 120.0
+
+
 class ConfigError(Exception):
     """A broken config: the message names the file and the key."""
 
@@ -26,6 +31,8 @@ class Config:
     entry_points: tuple[str, ...] = ()
     eager: tuple[str, ...] = ()
     runtime_target: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
+    file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +80,12 @@ def _string(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _non_negative(value: Any) -> int | float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 _KEYS = {
     "paths": ("paths", "a list of strings", _str_list),
     "exclude": ("exclude", "a list of glob strings", _str_list),
@@ -84,6 +97,8 @@ _KEYS = {
     "entry-points": ("entry_points", "a list of module:Qualified.name", _str_list),
     "eager": ("eager", "a list of module:Qualified.name", _str_list),
     "runtime-target": ("runtime_target", "a string module:callable", _string),
+    "max-file-size": ("max_file_size", "a number of bytes (0: no limit)", _non_negative),
+    "file-timeout": ("file_timeout", "a number of seconds (0: no limit)", _non_negative),
 }
 
 

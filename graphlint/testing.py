@@ -5,6 +5,7 @@ from pathlib import Path
 
 from graphlint.analysis import suppressions
 from graphlint.analysis.file import analyze_source
+from graphlint.analysis.stack import run_deep
 from graphlint.config import Config
 from graphlint.engine import finalize
 from graphlint.engine.pool import analysis_to_dict
@@ -20,6 +21,7 @@ def lint_snippet(code: str, path: str = "snippet.py", config: Config | None = No
     and `from torch import nn` prepended (and line numbers shift by two)."""
     if prelude and "import torch" not in code:
         code = PRELUDE + code
-    result = analyze_source(path, code, ALL_RULES, force=True)
+    # On the large stack the engine's workers use, so deep but valid code is analysed as there.
+    result = run_deep(analyze_source, path, code, ALL_RULES, True)
     data = analysis_to_dict(result, suppressions.scan(code))
     return finalize([data], config or Config(root=Path(".")), select, ())

@@ -8,6 +8,8 @@ Nothing here imports or runs the analysed code.
 from __future__ import annotations
 
 import re
+import sys
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -19,9 +21,12 @@ from graphlint.analysis.inference import Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
+from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
+from graphlint.config import DEFAULT_MAX_FILE_SIZE
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
-# a sync method has nothing for these rules.
+# a sync method has nothing for these rules (a file named on the command line is parsed anyway).
+SKIP_REASON = "they never mention torch, tensors or CUDA"
 _INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
 # Methods that construct or describe an object rather than run a step.
@@ -55,7 +60,6 @@ class FileFinding:
     statement_line: int
     message: str
     fix: str
-    source_line: str
 
 
 @dataclass
@@ -63,8 +67,10 @@ class FileAnalysis:
     path: str
     findings: list[FileFinding] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)
-    parse_error: dict[str, Any] | None = None
-    skipped: bool = False
+    parse_error: dict[str, Any] | None = None  # GL900: {line, col, message}
+    # GL902: the file is beyond what graphlint analyses (size, nesting, time, a parser crash).
+    limit: dict[str, Any] | None = None
+    skipped: bool = False  # not parsed: it never mentions torch (SKIP_REASON)
     # Facts for the call graph (filled by graphlint.callgraph.graph when entry points are in use).
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -108,9 +114,9 @@ def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
 
 
 def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
-    stack: list[cst.CSTNode] = list(module.body)
+    stack: deque[cst.CSTNode] = deque(module.body)  # list.pop(0) is quadratic in the statements
     while stack:
-        stmt = stack.pop(0)
+        stmt = stack.popleft()
         if isinstance(stmt, cst.ClassDef):
             collect_class(stmt, facts)
             stack.extend(suite_body(stmt.body))
@@ -174,11 +180,42 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     ctx.statement = saved_statement
 
 
-def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False) -> FileAnalysis:
-    """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception."""
+def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
+                   max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
+    """Analyse one file's text. A syntax error becomes `parse_error` (GL900); a text longer than
+    `max_size` (0: no limit) or nested too deeply for the analysis becomes `limit` (GL902), not an
+    exception. `force`: parse the file even if it never mentions torch."""
+    if max_size and len(text) > max_size:
+        return FileAnalysis(path, limit=limit_record(too_large(len(text), max_size)))
+    try:
+        return _analyze(path, text, rules, force)
+    except RecursionError:
+        # Deeper than the recursion limit allows (the engine raises it in its workers, which
+        # analyse on a large stack); what CPython compiles usually fits.
+        return FileAnalysis(path, limit=limit_record(f"nested too deeply to analyse (more than "
+                                                     f"{sys.getrecursionlimit()} levels of recursion)"))
+
+
+def too_large(size: int, max_size: int) -> str:
+    return f"larger than max-file-size ({size:,} > {max_size:,} bytes)"
+
+
+def limit_record(reason: str, line: int = 1) -> dict[str, Any]:
+    """The `limit` of a FileAnalysis (GL902): why the file was not analysed."""
+    return {"line": line, "col": 1, "message": reason}
+
+
+def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool) -> FileAnalysis:
     result = FileAnalysis(path)
     if not force and not _INTERESTING.search(text):
         result.skipped = True
+        return result
+    depth, depth_line = bracket_depth(text)
+    if depth > MAX_BRACKET_DEPTH:
+        # CPython refuses this too; libcst's native parser would overflow its stack on it.
+        result.parse_error = {"line": depth_line or 1, "col": 1,
+                              "message": f"too many nested parentheses ({depth} levels; Python allows "
+                                         f"{MAX_BRACKET_DEPTH})"}
         return result
     try:
         module = cst.parse_module(text)
@@ -186,7 +223,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
                               "message": str(error).splitlines()[0] if str(error) else "syntax error"}
         return result
-    except (RecursionError, ValueError) as error:
+    except ValueError as error:
         result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
         return result
     imports = collect_imports(module)
@@ -203,7 +240,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     needs_positions = bool(raw) or any(f.marker for f in functions)
     positions = node_positions(module, [f.node.name for f in functions]
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
-    lines = text.splitlines()
     for info in functions:
         if positions:
             info.line = positions[info.node.name].start.line
@@ -222,7 +258,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
             line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
-            source_line=lines[where.start.line - 1] if 0 < where.start.line <= len(lines) else "",
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).

@@ -19,6 +19,7 @@ from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
+from graphlint.analysis.file import SKIP_REASON
 from graphlint.report import StaticResult
 
 
@@ -51,6 +52,11 @@ def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str
     return [(relative_posix(file, root), str(file)) for file in discover(paths, root, config.exclude)]
 
 
+def named_files(paths: Iterable[str | Path]) -> frozenset[str]:
+    """The paths given as files (not folders): always parsed, even if they never mention torch."""
+    return frozenset(str(Path(p)) for p in paths if Path(p).is_file())
+
+
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
           jobs: int | None = None, cache_dir: Path | None = None) -> StaticResult:
     """The static half of a report, findings fingerprinted. Raises FileNotFoundError for a path
@@ -59,7 +65,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     stats: dict[str, Any] = {}
     tasks = collect_tasks(paths, config)
     cache = Cache(cache_dir)
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points)
+    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=not config.entry_points,
+                        named=named_files(paths), max_size=config.max_file_size, timeout=config.file_timeout)
     placements = None
     extra: dict[str, Any] = {}
     # `# graphlint: entry` on a def is an entry point too, with or without configured ones.
@@ -73,6 +80,10 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     with gc_paused():
         findings = fingerprint_findings(finalize(files, config, select, ignore, placements), config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
+    skipped = sum(1 for f in files if f.get("skipped"))
+    if skipped:
+        # Counted among the files checked, so the report says they were not parsed, and why.
+        result.extra["skipped_unparsed"] = {"files": skipped, "reason": SKIP_REASON}
     result.unresolved_calls = extra.get("unresolved_calls", [])
     result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
     return result
