@@ -12,7 +12,7 @@ from typing import Any
 
 from graphlint import __version__
 
-_CACHE_FORMAT = 2  # 2: per-file fingerprint texts
+_CACHE_FORMAT = 3  # 2: per-file fingerprint texts; 3: statement texts stored once, no source lines
 
 
 def rules_fingerprint() -> str:

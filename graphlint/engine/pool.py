@@ -63,7 +63,12 @@ def analyse_file(task: tuple) -> dict[str, Any]:
     if result.findings:
         # The source half of each finding's fingerprint needs the text and a parse of it: made
         # here, in the worker, it is cached with the rest and a warm run reads no source.
-        data["fingerprint_texts"] = [list(texts) for texts in finding_texts(text, result.findings)]
+        # Findings in one statement share its text: stored once, each finding holds its index
+        # (20,000 findings in one long statement would otherwise store it 20,000 times).
+        unique: dict[str, int] = {}
+        data["fingerprint_texts"] = [[unique.setdefault(statement, len(unique)), flagged]
+                                     for statement, flagged in finding_texts(text, result.findings)]
+        data["statement_texts"] = list(unique)
     return data
 
 

@@ -74,8 +74,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
         placements, extra["unresolved_calls"] = _call_graph_regions(files, config, cache)
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
-    texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
-                            for raw, pair in zip(file["findings"], file["fingerprint_texts"])}
+    texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): (file["statement_texts"][statement], flagged)
+                            for raw, (statement, flagged) in zip(file["findings"], file["fingerprint_texts"])}
              for file in files if file.get("fingerprint_texts")}
     with gc_paused():
         findings = fingerprint_findings(finalize(files, config, select, ignore, placements), config.root, texts)
