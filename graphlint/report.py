@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -165,17 +166,49 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+class NotRegularFile(OSError):
+    """A path that names a FIFO, a device, a socket or a folder where a file was expected."""
+
+
+def file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file. A FIFO, device or socket is refused by type (NotRegularFile)
+    before anything is read from it, so it can neither block nor stream forever; with `max_bytes`,
+    a longer file raises NotRegularFile too."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: {file_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        data = handle.read(-1 if max_bytes is None else max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise NotRegularFile(f"{path}: larger than {max_bytes} bytes")
+    return data
+
+
 def read_json(path: str | os.PathLike[str], error: type[Exception], what: str, missing_hint: str = "") -> Any:
     """Parse a JSON file that graphlint wrote earlier (a report, a baseline); anything wrong
-    raises `error` with a message that names the file."""
+    raises `error` with a message that names the file. Only regular files are read."""
     try:
-        return json.loads(Path(path).read_text("utf-8"))
+        return json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: {what} not found{missing_hint}") from None
+    except NotRegularFile as problem:
+        raise error(f"cannot read {what}: {problem}") from None
     except (OSError, UnicodeDecodeError) as problem:
         raise error(f"{path}: cannot read {what}: {problem}") from None
     except json.JSONDecodeError as problem:
         raise error(f"{path}: not valid JSON (a truncated {what}?): {problem}") from None
+    except RecursionError:
+        raise error(f"{path}: {what} nested too deeply to read") from None
 
 
 def dumps(report: Report) -> str:
