@@ -178,11 +178,14 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None) -> bytes:
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None, follow: bool = True) -> bytes:
     """The bytes of a regular file. A FIFO, device or socket is refused by type (NotRegularFile)
     before anything is read from it, so it can neither block nor stream forever; with `max_bytes`,
-    a longer file raises NotRegularFile too."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    a longer file raises NotRegularFile too; with `follow=False`, so does a symbolic link."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):

@@ -27,7 +27,7 @@ from graphlint.analysis.file import FileAnalysis, analyze_source, limit_record, 
 from graphlint.analysis.source import SourceError, decode
 from graphlint.analysis.stack import run_deep
 from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
-from graphlint.engine.cache import Cache
+from graphlint.engine.cache import Cache, valid_analysis
 from graphlint.engine.fingerprints import finding_texts
 from graphlint.rules import ALL_RULES
 
@@ -307,7 +307,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 data = None
             if cache.folder is not None and data is not None:
                 keys[index] = cache.key(data, rel + ("\0named" if force else ""))
-                cached = cache.get(keys[index])
+                cached = cache.get(keys[index], valid_analysis)
                 if cached is not None:
                     keep(index, cached, True)
                     continue
@@ -322,7 +322,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
     if lean_files and any(_has_entry_marker(r) for r in results if r is not None):
         missing = []
         for index in lean_files:
-            stored = cache.get(keys[index])
+            stored = cache.get(keys[index], valid_analysis)
             if stored is None:
                 rel, full = tasks[index]
                 missing.append((index, rel, full, full in named))

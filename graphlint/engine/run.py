@@ -33,7 +33,7 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
         parts = [cache.fingerprint, str(root.resolve()), repr((config.entry_points, config.host, config.eager))]
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
-        cached = cache.get(key)
+        cached = cache.get(key, _valid_graph)
         if cached is not None:
             placements = {(path, qualname): Placement(region, tuple(via))
                           for path, qualname, region, via in cached["placements"]}
@@ -45,6 +45,13 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
                                        for (path, qualname), p in graph.placements.items()],
                         "unresolved": unresolved})
     return graph.placements, unresolved
+
+
+def _valid_graph(value: dict[str, Any]) -> bool:
+    placements, unresolved = value.get("placements"), value.get("unresolved")
+    return (isinstance(placements, list) and isinstance(unresolved, list)
+            and all(isinstance(item, list) and len(item) == 4 and all(isinstance(part, str) for part in item[:3])
+                    and isinstance(item[3], list) for item in placements))
 
 
 def collect_tasks(paths: Iterable[str | Path], config: Config) -> list[tuple[str, str]]:
