@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,9 +19,24 @@ import click
 from graphlint import __version__
 from graphlint.config import Config, ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
-from graphlint.report import Report, dumps, write_atomic
+from graphlint.report import OutputError, Report, dumps, write_atomic
 
 FORMATS = ["text", "json", "sarif", "github"]
+
+
+def write_output(output: str, text: str, protect: Sequence[str | Path] = ()) -> None:
+    """Write a report file (atomically); exit 2 with the reason when it cannot be written."""
+    try:
+        write_atomic(output, text, protect)
+    except OutputError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"{output}: cannot write the report: {error.strerror or error}")
+
+
+def linted_files(report: Report, root: Path) -> list[Path]:
+    """The files a report's static half read: an output path must never replace one of them."""
+    return [root / name for name in report.static.files] if report.static is not None else []
 
 
 def render_report(report: Report, fmt: str, output: str | None, root: Path, quiet: bool = False,
@@ -45,7 +62,7 @@ def render_report(report: Report, fmt: str, output: str | None, root: Path, quie
             return
         text = buffer.getvalue()
     if output:
-        write_atomic(output, text)
+        write_output(output, text, linted_files(report, root))
         summary = report.summary()
         click.echo(f"graphlint: wrote {output} ({summary['verdict']}: {summary['errors']} errors, "
                    f"{summary['warnings']} warnings)", err=True)
@@ -59,12 +76,34 @@ def exit_code(report: Report) -> int:
     return EXIT_VIOLATIONS if report.summary()["verdict"] == "fail" else EXIT_OK
 
 
+# As a shell reports a command ended by SIGINT / SIGTERM.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the run is, so every `finally` (the worker pool's) runs."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise _Terminated()
+
+
 class GraphlintGroup(click.Group):
     """Turns any unexpected exception into a one-line message and exit code 2."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # SIGTERM unwinds like Ctrl-C, so worker processes are stopped on the way out.
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, _terminated)
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, which reads as violations
+            click.echo("graphlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except _Terminated:
+            click.echo("graphlint: terminated", err=True)
+            sys.exit(EXIT_TERMINATED)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except ConfigError as error:  # e.g. an entry point that names no linted function
@@ -199,7 +238,8 @@ def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...],
 
     config = load_config(config_file)
     _, static = _static_check(paths, config, select, ignore, jobs, no_cache, None)
-    written = baseline.write(output, static.findings, __version__)
+    written = baseline.Baseline.from_findings(static.findings)
+    write_output(output, written.to_json(__version__), [config.root / name for name in static.files])
     click.echo(f"graphlint: wrote {output} ({len(written.entries)} findings in {len(static.files)} files)", err=True)
 
 
@@ -329,7 +369,7 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
         render(result, stream, color=False if output else None)
         text = stream.getvalue() if output else ""
     if output:
-        write_atomic(output, text)
+        write_output(output, text)
         click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
     elif text:
         sys.stdout.write(text)

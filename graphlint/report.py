@@ -5,13 +5,14 @@ read it. `Report.to_dict()` is the JSON contract in DESIGN.md (`schema: graphlin
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 SCHEMA = "graphlint-report/1"
 
@@ -151,19 +152,69 @@ class Report:
         )
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a gate never reads half a report."""
-    target = Path(path)
+class OutputError(OSError):
+    """An output path graphlint will not write: one of the linted files, a block device, a
+    socket, a folder, or a FIFO nobody reads."""
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write `text` to `path` so that a gate never reads half a report: via a temporary file in
+    the same folder, renamed over the target. A symbolic link is written through (the file it
+    names is replaced, the link stays); a character device or a FIFO with a reader is written as
+    a stream (/dev/null, /dev/stdout); a new file gets the umask's mode and a replaced one keeps
+    its mode. Refused with OutputError: any file in `protect` (the linted inputs), block devices,
+    sockets, folders, a FIFO without a reader. Other failures raise OSError (unwritable, full)."""
+    target = Path(os.path.realpath(path))
+    for linted in protect:
+        if _same_file(target, linted):
+            raise OutputError(f"{path}: refusing to overwrite a linted file with the report")
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+            _write_stream(path, target, text)
+            return
+        raise OutputError(f"{path}: {file_kind(info.st_mode)}: not a file graphlint writes a report into")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_stream(path: str | os.PathLike[str], target: Path, text: str) -> None:
+    try:
+        # Non-blocking open: a FIFO without a reader fails at once (ENXIO) instead of hanging.
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OutputError(f"{path}: a FIFO that nobody reads") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 class NotRegularFile(OSError):
