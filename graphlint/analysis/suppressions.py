@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from graphlint.analysis.source import split_lines
+
 _GRAPHLINT = re.compile(r"#\s*graphlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?:\s*--\s*(?P<reason>.*))?")
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_,\s-]+))?", re.IGNORECASE)
 
@@ -21,7 +23,7 @@ def scan(text: str) -> dict[int, list[Suppression]]:
     """Suppressions by line number (1-based). A regex over comment-bearing lines is enough:
     a false hit would need the marker inside a string on a flagged line."""
     found: dict[int, list[Suppression]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(split_lines(text), start=1):  # numbered as the tokenizer does
         if "#" not in line:
             continue
         for match in _GRAPHLINT.finditer(line):

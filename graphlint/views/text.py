@@ -10,17 +10,36 @@ from typing import TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from graphlint.report import Finding, Report
+from graphlint.analysis.source import SourceError, decode, split_lines
+from graphlint.report import Finding, Report, read_regular
+
+
+# A longer source line is shown as a window around the flagged range.
+MAX_SHOWN = 160
 
 
 def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]]) -> str | None:
     if finding.path not in cache:
         try:
-            cache[finding.path] = (root / finding.path).read_text("utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            # Decoded and numbered as Python does, so the caret is under the flagged line.
+            cache[finding.path] = split_lines(decode(read_regular(root / finding.path)))
+        except (OSError, SourceError):
             cache[finding.path] = []
     lines = cache[finding.path]
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+
+def _window(line: str, col: int, width: int) -> tuple[str, int, int]:
+    """(shown text, caret column, caret width): a long line cut to MAX_SHOWN characters around
+    the flagged range, so 20,000 findings on one long line do not print it 20,000 times."""
+    if len(line) <= MAX_SHOWN:
+        return line, col, width
+    width = min(width, MAX_SHOWN - 8)
+    start = max(0, min(col - 1 - (MAX_SHOWN - width) // 2, len(line) - MAX_SHOWN))
+    shown = line[start:start + MAX_SHOWN]
+    prefix = "..." if start else ""
+    suffix = "..." if start + MAX_SHOWN < len(line) else ""
+    return prefix + shown + suffix, col - start + len(prefix), width
 
 
 def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, statistics: bool = False,
@@ -47,8 +66,9 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                 line = _source_line(root, finding, sources)
                 if line is not None:
                     width = (finding.end_col - finding.col) if finding.end_line == finding.line else len(line) - finding.col + 1
+                    line, col, width = _window(line, finding.col, max(1, width))
                     console.print(f"  [dim]{finding.line:>5} |[/] {escape(line)}")
-                    console.print(f"  [dim]      |[/] {' ' * (finding.col - 1)}[{style}]{'^' * max(1, width)}[/]")
+                    console.print(f"  [dim]      |[/] {' ' * (col - 1)}[{style}]{'^' * width}[/]")
                 if finding.reached_via:
                     console.print(f"  [dim]reached via:[/] {escape(' -> '.join(finding.reached_via))}")
                 console.print(f"  [green]fix:[/] {escape(finding.fix)}")
@@ -69,7 +89,11 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
     verdict_style = "green" if summary["verdict"] == "pass" else "red"
     parts = []
     if static is not None:
-        parts.append(f"{files} file{'s' if files != 1 else ''} checked")
+        skipped = static.extra.get("skipped_unparsed")
+        unparsed = ""
+        if isinstance(skipped, dict) and isinstance(skipped.get("files"), int) and skipped["files"]:
+            unparsed = f" ({skipped['files']} skipped unparsed: {escape(str(skipped.get('reason', '')))})"
+        parts.append(f"{files} file{'s' if files != 1 else ''} checked{unparsed}")
         parts.append(f"{summary['errors']} error{'s' if summary['errors'] != 1 else ''}")
         parts.append(f"{summary['warnings']} warning{'s' if summary['warnings'] != 1 else ''}")
         parts.append(f"{summary['suppressed']} suppressed")
