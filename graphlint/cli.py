@@ -94,8 +94,9 @@ class GraphlintGroup(click.Group):
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         # SIGTERM unwinds like Ctrl-C, so worker processes are stopped on the way out.
+        previous = None
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, _terminated)
+            previous = signal.signal(signal.SIGTERM, _terminated)
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, which reads as violations
@@ -113,6 +114,9 @@ class GraphlintGroup(click.Group):
             if "GRAPHLINT_DEBUG" in __import__("os").environ:
                 traceback.print_exc()
             sys.exit(EXIT_ERROR)
+        finally:
+            if previous is not None:  # embedded (tests, another program): give SIGTERM back
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=GraphlintGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from graphlint.analysis.source import SourceError, decode, split_lines
-from graphlint.report import Finding
+from graphlint.report import Finding, read_regular
 
 # Child statement lists of a compound statement: a finding in an `if` test is fingerprinted by
 # the `if` header alone, so edits inside its body do not move it.
@@ -33,12 +33,12 @@ class _Source:
     each statement is unparsed once, so the cost grows with the file plus the findings, not with
     their product."""
 
-    def __init__(self, text: str | None):
+    def __init__(self, text: str | None, parse: bool = True):
         self.lines = split_lines(text) if text is not None else []
         self.statements: list[_Statement] = []  # in source order, a parent before its children
         self._offsets: dict[int, list[int]] = {}
         self._unparsed: dict[int, str | None] = {}
-        if text is None:
+        if text is None or not parse:
             return
         try:
             self._collect(ast.parse(text))
@@ -141,9 +141,14 @@ def _squash(text: str) -> str:
     return "".join(text.split())
 
 
+# The fallback reads a file only to fingerprint findings the cache did not give texts for; a
+# file larger than this (one over max-file-size) or not a regular file is not read.
+_MAX_READ = 16 * 1024 * 1024
+
+
 def _read(root: Path, rel: str) -> str | None:
     try:
-        return decode((root / rel).read_bytes())
+        return decode(read_regular(root / rel, _MAX_READ))
     except (OSError, SourceError):
         return None
 
@@ -174,7 +179,10 @@ def fingerprint_findings(findings: Sequence[Finding], root: Path,
         if text is None:
             missing.setdefault(findings[index].path, []).append(index)
     for path, indices in missing.items():  # each file read and parsed once
-        for index, text in zip(indices, finding_texts(_read(root, path), [findings[i] for i in indices])):
+        group = [findings[i] for i in indices]
+        # graphlint's own findings need a line, not a parse (the file may not parse, or be huge).
+        source = _Source(_read(root, path), parse=any(not f.rule.startswith("GL9") for f in group))
+        for index, text in zip(indices, source.texts(group)):
             found[index] = text
     # A key is (rule, path, function, statement text, flagged text); the digest is the SHA-256 of
     # those joined by NULs, then the occurrence. The hash state after the statement is shared by
