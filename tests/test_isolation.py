@@ -156,3 +156,14 @@ def test_a_limited_result_is_not_cached(tree, monkeypatch):
     monkeypatch.setattr(pool, "analyse_file", analyse)
     again = check([tree], Config(root=tree), jobs=1, cache_dir=cache)
     assert again.stats["analysed"] == 1 and by_file(again)["good05.py"] == ["GL101"]
+
+
+def test_a_fifo_among_the_tasks_is_reported_not_read(tmp_path):
+    from graphlint.engine.cache import Cache
+
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    (tmp_path / "good.py").write_text(GOOD)
+    results = pool.analyse_all([("pipe.py", str(fifo)), ("good.py", str(tmp_path / "good.py"))], 1, Cache(None))
+    assert results[0]["limit"]["message"] == "not a regular file"
+    assert [f["rule"] for f in results[1]["findings"]] == ["GL101"]
