@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from graphlint import __version__
 from graphlint import callgraph
+from graphlint.analysis.source import split_lines
 from graphlint.config import Config
 from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
 from graphlint.engine.selectors import normalise_config
@@ -110,7 +111,7 @@ def def_lines(text: str) -> dict[str, int]:
     positions have line 0 in the per-file analysis)."""
     lines: dict[str, int] = {}
     stack: list[tuple[int, str]] = []
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, line in enumerate(split_lines(text), 1):
         match = _DEF.match(line)
         if not match:
             continue

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Sequence
@@ -17,8 +19,8 @@ import click
 from graphlint import __version__
 from graphlint.config import Config, ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
-from graphlint.report import Report, write_atomic
-from graphlint.views.output import render_report, silence_stdout
+from graphlint.report import Report
+from graphlint.views.output import render_report, silence_stdout, write_output
 
 FORMATS = ["text", "json", "sarif", "github", "gitlab", "junit"]
 COLOR = {"auto": None, "always": True, "never": False}
@@ -34,12 +36,35 @@ def exit_code(report: Report, fail_on: str = "error", exit_zero: bool = False) -
     return EXIT_VIOLATIONS if failed and not exit_zero else EXIT_OK
 
 
+# As a shell reports a command ended by SIGINT / SIGTERM.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 128 + signal.SIGINT, 128 + signal.SIGTERM
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the run is, so every `finally` (the worker pool's) runs."""
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends the process at once
+    raise _Terminated()
+
+
 class GraphlintGroup(click.Group):
     """Turns any unexpected exception into a one-line message and exit code 2."""
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # SIGTERM unwinds like Ctrl-C, so worker processes are stopped on the way out.
+        previous = None
+        if threading.current_thread() is threading.main_thread():
+            previous = signal.signal(signal.SIGTERM, _terminated)
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:  # click would say "Aborted!" and exit 1, which reads as violations
+            click.echo("graphlint: interrupted", err=True)
+            sys.exit(EXIT_INTERRUPTED)
+        except _Terminated:
+            click.echo("graphlint: terminated", err=True)
+            sys.exit(EXIT_TERMINATED)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException, SystemExit):
             raise
         except BrokenPipeError:  # stdout closed by its reader: nothing more to say to anyone
@@ -52,6 +77,9 @@ class GraphlintGroup(click.Group):
             if "GRAPHLINT_DEBUG" in __import__("os").environ:
                 traceback.print_exc()
             sys.exit(EXIT_ERROR)
+        finally:
+            if previous is not None:  # embedded (tests, another program): give SIGTERM back
+                signal.signal(signal.SIGTERM, previous)
 
 
 @click.group(cls=GraphlintGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -280,7 +308,8 @@ def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...],
 
     config = load_config(config_file)
     _, static = _static_check(paths, config, select, ignore, jobs, no_cache, None)
-    written = baseline.write(output, static.findings, __version__)
+    written = baseline.Baseline.from_findings(static.findings)
+    write_output(output, written.to_json(__version__), [config.root / name for name in static.files])
     click.echo(f"graphlint: wrote {output} ({len(written.entries)} findings in {len(static.files)} files)", err=True)
 
 
@@ -419,7 +448,7 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
         render(result, stream, color=False if output else None)
         text = stream.getvalue() if output else ""
     if output:
-        write_atomic(output, text)
+        write_output(output, text)
         click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
     elif text:
         sys.stdout.write(text)

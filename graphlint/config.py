@@ -15,6 +15,11 @@ from pathlib import Path
 from typing import Any
 
 
+# Per-file limits of the static check (bytes, seconds); a file beyond one is reported (GL903).
+DEFAULT_MAX_FILE_SIZE = 1024 * 1024
+DEFAULT_FILE_TIMEOUT = 120.0
+
+
 class ConfigError(Exception):
     """A broken config: the message names the file and the key."""
 
@@ -38,6 +43,8 @@ class Config:
     runtime_target: str | None = None
     # "discover": regions from capture sites / nn.Module forwards; "sweep": every function per-step.
     regions: str = "discover"
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
+    file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -97,6 +104,12 @@ def _regions_mode(value: Any) -> str | None:
     return value if value in ("discover", "sweep") else None
 
 
+def _non_negative(value: Any) -> int | float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
 _KEYS = {
     "paths": ("paths", "a list of strings", _str_list),
     "exclude": ("exclude", "a list of glob strings", _str_list),
@@ -112,6 +125,8 @@ _KEYS = {
     "eager": ("eager", "a list of module:Qualified.name", _str_list),
     "runtime-target": ("runtime_target", "a string module:callable", _string),
     "regions": ("regions", '"discover" or "sweep"', _regions_mode),
+    "max-file-size": ("max_file_size", "a number of bytes (0: no limit)", _non_negative),
+    "file-timeout": ("file_timeout", "a number of seconds (0: no limit)", _non_negative),
 }
 
 

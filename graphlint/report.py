@@ -5,12 +5,14 @@ read it. `Report.to_dict()` is the JSON contract in DESIGN.md (`schema: graphlin
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 SCHEMA = "graphlint-report/1"
 
@@ -155,14 +157,45 @@ class Report:
         )
 
 
-def write_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write via a temporary file in the same folder and rename, so a gate never reads half a report."""
-    target = Path(path)
+class OutputError(OSError):
+    """An output path graphlint will not write: one of the linted files, a block device, a
+    socket, a folder, or a FIFO nobody reads."""
+
+
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def write_atomic(path: str | os.PathLike[str], text: str, protect: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write `text` to `path` so that a gate never reads half a report: via a temporary file in
+    the same folder, renamed over the target. A symbolic link is written through (the file it
+    names is replaced, the link stays); a character device or a FIFO with a reader is written as
+    a stream (/dev/null, /dev/stdout); a new file gets the umask's mode and a replaced one keeps
+    its mode. Refused with OutputError: any file in `protect` (the linted inputs), block devices,
+    sockets, folders, a FIFO without a reader. Other failures raise OSError (unwritable, full)."""
+    target = Path(os.path.realpath(path))
+    for linted in protect:
+        if _same_file(target, linted):
+            raise OutputError(f"{path}: refusing to overwrite a linted file with the report")
+    try:
+        info = os.stat(target)
+    except FileNotFoundError:
+        info = None
+    if info is not None and not stat.S_ISREG(info.st_mode):
+        if stat.S_ISCHR(info.st_mode) or stat.S_ISFIFO(info.st_mode):
+            _write_stream(path, target, text)
+            return
+        raise OutputError(f"{path}: {file_kind(info.st_mode)}: not a file graphlint writes a report into")
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode) if info is not None else 0o666 & ~_umask())
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
@@ -170,17 +203,71 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> None:
         raise
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _write_stream(path: str | os.PathLike[str], target: Path, text: str) -> None:
+    try:
+        # Non-blocking open: a FIFO without a reader fails at once (ENXIO) instead of hanging.
+        fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            raise OutputError(f"{path}: a FIFO that nobody reads") from None
+        raise
+    os.set_blocking(fd, True)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+class NotRegularFile(OSError):
+    """A path that names a FIFO, a device, a socket or a folder where a file was expected."""
+
+
+def file_kind(mode: int) -> str:
+    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def read_regular(path: str | os.PathLike[str], max_bytes: int | None = None, follow: bool = True) -> bytes:
+    """The bytes of a regular file. A FIFO, device or socket is refused by type (NotRegularFile)
+    before anything is read from it, so it can neither block nor stream forever; with `max_bytes`,
+    a longer file raises NotRegularFile too; with `follow=False`, so does a symbolic link."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0)
+    if not follow:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(path, flags)
+    with os.fdopen(fd, "rb") as handle:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(f"{path}: {file_kind(mode)}, not a regular file")
+        os.set_blocking(fd, True)
+        data = handle.read(-1 if max_bytes is None else max_bytes + 1)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise NotRegularFile(f"{path}: larger than {max_bytes} bytes")
+    return data
+
+
 def read_json(path: str | os.PathLike[str], error: type[Exception], what: str, missing_hint: str = "") -> Any:
     """Parse a JSON file that graphlint wrote earlier (a report, a baseline); anything wrong
-    raises `error` with a message that names the file."""
+    raises `error` with a message that names the file. Only regular files are read."""
     try:
-        return json.loads(Path(path).read_text("utf-8"))
+        return json.loads(read_regular(path).decode("utf-8"))
     except FileNotFoundError:
         raise error(f"{path}: {what} not found{missing_hint}") from None
+    except NotRegularFile as problem:
+        raise error(f"cannot read {what}: {problem}") from None
     except (OSError, UnicodeDecodeError) as problem:
         raise error(f"{path}: cannot read {what}: {problem}") from None
     except json.JSONDecodeError as problem:
         raise error(f"{path}: not valid JSON (a truncated {what}?): {problem}") from None
+    except RecursionError:
+        raise error(f"{path}: {what} nested too deeply to read") from None
 
 
 def dumps(report: Report) -> str:

@@ -89,4 +89,39 @@ class UnusedSuppression(Rule):
     ]
 
 
-RULES = [ParseError, UnknownSuppression, UnusedSuppression]
+class FileNotAnalysed(Rule):
+    """Flags a file that graphlint did not analyse because it is beyond one of its limits: larger
+    than `max-file-size`, nested too deeply for the analysis, slower than the per-file time
+    budget (`file-timeout`), or a file on which the parser crashed. The message gives the reason.
+
+    ## Why it breaks a CUDA graph
+    It does not, by itself: but the file's hazards are unknown. The limits keep one generated,
+    minified or hostile file from stalling or crashing a run; every other file is still checked.
+
+    ## Example
+        # a 40 MB generated table of weights, or a chain of 100,000 `elif` branches
+        WEIGHTS = [0.1, 0.2, ...]
+
+    ## Use instead
+    Exclude generated files in `[tool.graphlint] exclude`, raise `max-file-size` or
+    `file-timeout` for a file that must be checked, or split the file.
+    """
+
+    code = "GL903"
+    name = "file-not-analysed"
+    message = "file was not analysed; its hazards were not checked"
+    fix = "exclude the file, split it, or raise max-file-size / file-timeout"
+    # Deep but valid code is analysed, not reported: CPython compiles all of these.
+    VALID = [
+        "def step(x: torch.Tensor, a: int):\n    if a == 0:\n        pass\n"
+        + "".join(f"    elif a == {i}:\n        pass\n" for i in range(1, 480)),
+        "def step(x: torch.Tensor):\n    return " + " + ".join(["x"] * 490) + "\n",
+        "def step(x: torch.Tensor):\n    return x" + ".abs()" * 325 + "\n",
+        "def step(x: torch.Tensor, c: bool):\n    return " + " if c else ".join(["x"] * 480) + "\n",
+        "def step(x: torch.Tensor):\n    return x" + "[0]" * 325 + "\n",
+    ]
+    # Larger than the default max-file-size (1 MiB).
+    INVALID = ["def step(x: torch.Tensor):\n    return x\n" + "y = 0\n" * 180_000]
+
+
+RULES = [ParseError, UnknownSuppression, UnusedSuppression, FileNotAnalysed]

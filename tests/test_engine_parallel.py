@@ -75,7 +75,9 @@ def test_results_keep_input_order_when_workers_finish_out_of_order(workers_even_
 
 
 @forked_workers
-def test_a_worker_failure_is_raised_not_hung(workers_even_for_small_trees, monkeypatch):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failure_on_one_file_is_a_finding_on_it_and_the_rest_is_checked(workers_even_for_small_trees,
+                                                                          monkeypatch, jobs):
     analyse = pool.analyse_file
 
     def broken(task):
@@ -83,9 +85,14 @@ def test_a_worker_failure_is_raised_not_hung(workers_even_for_small_trees, monke
             raise RuntimeError("rule crashed")
         return analyse(task)
 
+    healthy = check(TREE, Config(root=REPO), jobs=jobs, cache_dir=None)
     monkeypatch.setattr(pool, "analyse_file", broken)
-    with pytest.raises(RuntimeError, match="rule crashed"):
-        check(TREE, Config(root=REPO), jobs=2)
+    static = check(TREE, Config(root=REPO), jobs=jobs)
+    failed = [f for f in static.findings if f.rule == "GL903"]
+    assert [f.path for f in failed] == ["dsv4_model/reference.py"]
+    assert "internal error while analysing it: RuntimeError: rule crashed" in failed[0].message
+    others = [f.to_dict() for f in healthy.findings if f.path != "dsv4_model/reference.py"]
+    assert others and others == [f.to_dict() for f in static.findings if f.rule != "GL903"]
 
 
 def test_small_trees_stay_in_one_process():

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 
 import re
+import sys
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -23,9 +25,12 @@ from graphlint.analysis.names import collect_imports
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
+from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
+from graphlint.config import DEFAULT_MAX_FILE_SIZE
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
-# a sync method has nothing for these rules.
+# a sync method has nothing for these rules (a file named on the command line is parsed anyway).
+SKIP_REASON = "they never mention torch, tensors or CUDA"
 _INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
@@ -60,7 +65,6 @@ class FileFinding:
     statement_line: int
     message: str
     fix: str
-    source_line: str
     zone: str | None = None  # one-time branch or capture block the finding lies in
 
 
@@ -69,8 +73,10 @@ class FileAnalysis:
     path: str
     findings: list[FileFinding] = field(default_factory=list)
     functions: list[dict[str, Any]] = field(default_factory=list)
-    parse_error: dict[str, Any] | None = None
-    skipped: bool = False
+    parse_error: dict[str, Any] | None = None  # GL900: {line, col, message}
+    # GL903: the file is beyond what graphlint analyses (size, nesting, time, a parser crash).
+    limit: dict[str, Any] | None = None
+    skipped: bool = False  # not parsed: it never mentions torch (SKIP_REASON)
     # Facts for the call graph (filled by graphlint.callgraph.graph when entry points are in use).
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -117,9 +123,9 @@ def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
 
 
 def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
-    stack: list[cst.CSTNode] = list(module.body)
+    stack: deque[cst.CSTNode] = deque(module.body)  # list.pop(0) is quadratic in the statements
     while stack:
-        stmt = stack.pop(0)
+        stmt = stack.popleft()
         if isinstance(stmt, cst.ClassDef):
             collect_class(stmt, facts)
             stack.extend(suite_body(stmt.body))
@@ -234,9 +240,34 @@ def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -
 
 
 def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: bool = False,
-                   external: dict | None = None, call_graph: bool = True) -> FileAnalysis:
-    """Analyse one file's text. A syntax error becomes `parse_error` (GL900), not an exception.
-    `external`: facts from the rest of the linted code (graphlint.callgraph.summaries)."""
+                   external: dict | None = None, call_graph: bool = True,
+                   max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
+    """Analyse one file's text. A syntax error becomes `parse_error` (GL900); a text longer than
+    `max_size` (0: no limit) or nested too deeply for the analysis becomes `limit` (GL903), not an
+    exception. `force`: parse the file even if it never mentions torch. `external`: facts from the
+    rest of the linted code (graphlint.callgraph.summaries)."""
+    if max_size and len(text) > max_size:
+        return FileAnalysis(path, limit=limit_record(too_large(len(text), max_size)))
+    try:
+        return _analyze(path, text, rules, force, external, call_graph)
+    except RecursionError:
+        # Deeper than the recursion limit allows (the engine raises it in its workers, which
+        # analyse on a large stack); what CPython compiles usually fits.
+        return FileAnalysis(path, limit=limit_record(f"nested too deeply to analyse (more than "
+                                                     f"{sys.getrecursionlimit()} levels of recursion)"))
+
+
+def too_large(size: int, max_size: int) -> str:
+    return f"larger than max-file-size ({size:,} > {max_size:,} bytes)"
+
+
+def limit_record(reason: str, line: int = 1) -> dict[str, Any]:
+    """The `limit` of a FileAnalysis (GL903): why the file was not analysed."""
+    return {"line": line, "col": 1, "message": reason}
+
+
+def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, external: dict | None,
+             call_graph: bool) -> FileAnalysis:
     result = FileAnalysis(path)
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
     if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
@@ -244,6 +275,13 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.summaries reads these names).
         result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
+        return result
+    depth, depth_line = bracket_depth(text)
+    if depth > MAX_BRACKET_DEPTH:
+        # CPython refuses this too; libcst's native parser would overflow its stack on it.
+        result.parse_error = {"line": depth_line or 1, "col": 1,
+                              "message": f"too many nested parentheses ({depth} levels; Python allows "
+                                         f"{MAX_BRACKET_DEPTH})"}
         return result
     try:
         module = cst.parse_module(text)
@@ -253,7 +291,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
             result.parse_error.update(_tokenizer_position(text))
         return result
-    except (RecursionError, ValueError) as error:
+    except ValueError as error:
         result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
         return result
     imports = collect_imports(module)
@@ -279,7 +317,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
     positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
-    lines = text.splitlines()
     for info in functions:
         if positions:
             info.line = positions[info.node.name].start.line
@@ -298,7 +335,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
             line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
-            source_line=lines[where.start.line - 1] if 0 < where.start.line <= len(lines) else "",
             zone=item.zone,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))

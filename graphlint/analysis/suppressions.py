@@ -8,6 +8,8 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from graphlint.analysis.source import split_lines
+
 _GRAPHLINT = re.compile(r"#\s*graphlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?:\s*--\s*(?P<reason>.*))?")
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z0-9_,\s-]+))?", re.IGNORECASE)
 

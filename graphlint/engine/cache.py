@@ -9,11 +9,50 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from graphlint import __version__
+from graphlint.report import read_regular
+from graphlint.rules import BY_CODE
 
-_CACHE_FORMAT = 2  # 2: per-file fingerprint texts
+_CACHE_FORMAT = 3  # 2: per-file fingerprint texts; 3: checksummed, statement texts once, no lines
+
+# Far above any entry graphlint writes for a file within max-file-size.
+MAX_ENTRY_BYTES = 512 * 1024 * 1024
+
+
+def _checksum(text: bytes) -> str:
+    return hashlib.blake2b(text, digest_size=16).hexdigest()
+
+
+_FINDING_KEYS = frozenset({"rule", "function", "line", "col", "end_line", "end_col", "statement_line",
+                           "message", "fix"})
+_ANALYSIS_KEYS = frozenset({"path", "findings", "functions", "parse_error", "limit", "skipped", "extra",
+                            "suppressions"})
+
+
+def valid_analysis(value: dict[str, Any]) -> bool:
+    """A per-file entry has the shape finalize and the call graph read (what a checksum cannot
+    tell: an entry written by another graphlint build with the same version)."""
+    try:
+        if not _ANALYSIS_KEYS <= value.keys() or not isinstance(value["path"], str):
+            return False
+        if not (isinstance(value["findings"], list) and isinstance(value["functions"], list)
+                and isinstance(value["extra"], dict) and isinstance(value["suppressions"], dict)):
+            return False
+        for finding in value["findings"]:
+            if not (isinstance(finding, dict) and _FINDING_KEYS <= finding.keys() and finding["rule"] in BY_CODE
+                    and all(type(finding[k]) is int for k in ("line", "col", "end_line", "end_col", "statement_line"))):
+                return False
+        texts = value.get("fingerprint_texts")
+        if texts is not None:
+            statements = value["statement_texts"]
+            if len(texts) != len(value["findings"]) or not all(
+                    type(pair[0]) is int and 0 <= pair[0] < len(statements) for pair in texts):
+                return False
+        return all(isinstance(f, dict) and isinstance(f.get("qualname"), str) for f in value["functions"])
+    except (KeyError, TypeError, IndexError):
+        return False
 
 # The folder says what it is, as ruff's cache does: backup tools skip a tagged cache folder
 # (https://bford.info/cachedir/) and git ignores everything in it without a .gitignore entry.
@@ -97,15 +136,24 @@ class Cache:
     def key(self, data: bytes, rel: str) -> str:
         return hashlib.blake2b(data + b"\0" + rel.encode() + self.fingerprint.encode(), digest_size=16).hexdigest()
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def get(self, key: str, valid: Callable[[Any], bool] | None = None) -> dict[str, Any] | None:
+        """The entry stored under `key`, or None (analyse again) when there is none or it cannot
+        be trusted: not a regular file (a FIFO would block, a link to /dev/zero never end), larger
+        than any entry graphlint writes, a checksum that does not match its text (damaged, or not
+        written by graphlint), or a value that `valid` rejects."""
         if self.folder is None:
             return None
         path = self.folder / key[:2] / f"{key}.json"
         try:
-            with open(path, encoding="utf-8") as handle:
-                value = json.load(handle)
-        except (OSError, ValueError):
+            raw = read_regular(path, MAX_ENTRY_BYTES, follow=False)
+            digest, _, text = raw.partition(b"\n")
+            if digest.decode("ascii") != _checksum(text):
+                return None
+            value = json.loads(text)
+        except (OSError, ValueError, RecursionError):
             return None  # missing or damaged: analyse again
+        if not isinstance(value, dict) or (valid is not None and not valid(value)):
+            return None
         self.hits += 1
         return value
 
@@ -118,6 +166,7 @@ class Cache:
             text = json.dumps(value)
         except (TypeError, ValueError):
             return False  # not JSON (a bug upstream); the run stays correct, only uncached
+        text = f"{_checksum(text.encode('utf-8'))}\n{text}"  # get() trusts only what this wrote
         try:
             if not self._prepared:
                 prepare_folder(self.folder)

@@ -56,12 +56,14 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
         sup_by_line = {int(k): [suppressions.Suppression(**{**s, "codes": tuple(s["codes"])}) for s in v]
                        for k, v in file.get("suppressions", {}).items()}
         candidates: list[tuple[FileFinding | None, dict]] = []
-        if file.get("parse_error"):
-            error = file["parse_error"]
-            candidates.append((None, {"rule": "GL900", "function": None, "line": error["line"], "col": error["col"],
-                                      "end_line": error["line"], "end_col": error["col"], "statement_line": error["line"],
-                                      "message": f"{BY_CODE['GL900'].message}: {error['message']}",
-                                      "fix": BY_CODE["GL900"].fix, "region": "module", "reached_via": ()}))
+        for key, code in (("parse_error", "GL900"), ("limit", "GL903")):
+            error = file.get(key)
+            if error:
+                candidates.append((None, {"rule": code, "function": None, "line": error["line"], "col": error["col"],
+                                          "end_line": error["line"], "end_col": error["col"],
+                                          "statement_line": error["line"],
+                                          "message": f"{BY_CODE[code].message}: {error['message']}",
+                                          "fix": BY_CODE[code].fix, "region": "module", "reached_via": ()}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")

@@ -1,22 +1,33 @@
-"""Analyse the files of a run: each from the cache when its entry is current, the rest in a
-pool of worker processes (largest first), results in input order whatever the number of jobs.
-A worker reads and analyses one file and returns plain data, which the cache stores as it is.
+"""Analyse the files of a run: each from the cache when its entry is current, the rest in
+worker processes (largest first), results in input order whatever the number of jobs.
+
+Every file is analysed in a worker process, with --jobs 1 too, on a large stack: a file that
+crashes the parser (a stack overflow in libcst's native code cannot be caught in-process), runs
+past the per-file time budget or hits a limit becomes a GL903 finding on that file, the worker
+is replaced, and every other file is still checked. Workers die with the run (Ctrl-C, SIGTERM).
 """
 from __future__ import annotations
 
 import gc
 import multiprocessing
 import os
+import signal
+import stat
 import sys
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import time
+from collections import deque
 from contextlib import contextmanager
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from graphlint.analysis import suppressions
-from graphlint.analysis.file import FileAnalysis, analyze_source
-from graphlint.engine.cache import Cache
+from graphlint.analysis.file import FileAnalysis, analyze_source, limit_record, too_large
+from graphlint.analysis.source import SourceError, decode
+from graphlint.analysis.stack import run_deep
+from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
+from graphlint.engine.cache import Cache, valid_analysis
 from graphlint.engine.fingerprints import finding_texts
 from graphlint.rules import ALL_RULES
 
@@ -35,22 +46,49 @@ def analysis_to_dict(result: FileAnalysis, suppressions_found: dict) -> dict[str
     return data
 
 
-def analyse_file(task: tuple[str, str]) -> dict[str, Any]:
-    """Worker: read and analyse one file. Never raises for bad input: a read error becomes a
-    parse error finding."""
-    rel, full = task
+def analyse_file(task: tuple) -> dict[str, Any]:
+    """Read and analyse one file. `task`: (path relative to the root, full path[, parse it even
+    if it never mentions torch[, max-file-size]]). Never raises for bad input: an unreadable or
+    undecodable file becomes a parse error finding."""
+    rel, full = task[0], task[1]
+    force = task[2] if len(task) > 2 else False
+    max_size = task[3] if len(task) > 3 else DEFAULT_MAX_FILE_SIZE
     try:
-        text = Path(full).read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
+        text = decode(Path(full).read_bytes())
+    except (OSError, SourceError) as error:
         result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
         return analysis_to_dict(result, {})
-    result = analyze_source(rel, text, ALL_RULES)
+    result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
     data = analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
     if result.findings:
         # The source half of each finding's fingerprint needs the text and a parse of it: made
         # here, in the worker, it is cached with the rest and a warm run reads no source.
-        data["fingerprint_texts"] = [list(texts) for texts in finding_texts(text, result.findings)]
+        # Findings in one statement share its text: stored once, each finding holds its index
+        # (20,000 findings in one long statement would otherwise store it 20,000 times).
+        unique: dict[str, int] = {}
+        data["fingerprint_texts"] = [[unique.setdefault(statement, len(unique)), flagged]
+                                     for statement, flagged in finding_texts(text, result.findings)]
+        data["statement_texts"] = list(unique)
     return data
+
+
+def limited(rel: str, reason: str) -> dict[str, Any]:
+    """The analysis of a file that was not analysed (GL903 with `reason`); never cached."""
+    return analysis_to_dict(FileAnalysis(rel, limit=limit_record(reason)), {})
+
+
+def guarded_analysis(task: tuple[str, str, bool, int]) -> dict[str, Any]:
+    """`analyse_file` on a large stack; an exception on this one file (a bug in a rule, memory)
+    becomes a GL903 finding that names it, so the run goes on with the others."""
+    try:
+        return run_deep(analyse_file, task)
+    except MemoryError:
+        return limited(task[0], "ran out of memory while analysing it")
+    except RecursionError:
+        return limited(task[0], "nested too deeply to analyse")
+    except Exception as error:  # noqa: BLE001 - one file's failure must not lose the run
+        return limited(task[0], f"internal error while analysing it: {type(error).__name__}: {error} "
+                                "(please report this file)")
 
 
 def default_jobs() -> int:
@@ -60,7 +98,7 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-# Below this much source, starting worker processes costs more than it saves.
+# Below this much source, more than one worker process costs more than it saves.
 _PARALLEL_MIN_BYTES = 200_000
 
 
@@ -77,42 +115,150 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _worker_init() -> None:
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the run's process dies, however it dies."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() == 1:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _worker_main(conn: Connection, max_size: int) -> None:
+    """A worker: analyse the files it is sent, one at a time, until its pipe closes."""
+    # Ctrl-C reaches the whole process group: the run decides, and stops the workers itself.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
     # Everything imported so far lives as long as the worker: keep the cyclic GC off it.
     gc.freeze()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        index, rel, full, force = task
+        value = guarded_analysis((rel, full, force, max_size))
+        try:
+            conn.send((index, value))
+        except (EOFError, OSError):
+            return
+        except Exception as error:  # noqa: BLE001 - e.g. a result too deep to pickle
+            conn.send((index, limited(rel, f"its analysis could not be sent back: {type(error).__name__}")))
 
 
-def _analyse_indexed(task: tuple[int, str, str]) -> tuple[int, dict[str, Any]]:
-    index, rel, full = task
-    return index, analyse_file((rel, full))
+@dataclass
+class _Worker:
+    process: Any
+    conn: Connection
+    task: tuple[int, str, str, bool] | None = None
+    deadline: float = float("inf")
+
+    def give(self, task: tuple[int, str, str, bool], timeout: float) -> None:
+        self.task = task
+        self.deadline = time.monotonic() + timeout if timeout else float("inf")
+        self.conn.send(task)
+
+    def stop(self, force: bool) -> None:
+        if force and self.process.is_alive():
+            self.process.kill()
+        self.conn.close()  # an idle worker reads end-of-file and exits
+        self.process.join(timeout=None if force else 2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
 
 
-def _workers(todo: list[tuple[int, str, str, int]], jobs: int) -> int:
-    if jobs > 1 and len(todo) > 1 and sum(size for *_, size in todo) >= _PARALLEL_MIN_BYTES:
+def _start_worker(max_size: int) -> _Worker:
+    # On Linux, fork: workers start in milliseconds with graphlint and the rules imported.
+    context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
+    parent_end, child_end = context.Pipe()
+    process = context.Process(target=_worker_main, args=(child_end, max_size), daemon=True,
+                              name="graphlint-worker")
+    process.start()
+    child_end.close()
+    return _Worker(process, parent_end)
+
+
+def _death(process: Any) -> str:
+    process.join(timeout=5)
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the parser or the analysis crashed on it ({name}); the worker was replaced"
+    return f"the worker analysing it exited (status {code}); it was replaced"
+
+
+def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout: float = DEFAULT_FILE_TIMEOUT,
+              max_size: int = DEFAULT_MAX_FILE_SIZE) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, analysis) for each task (index, rel, full, force), in completion order, from
+    `workers` worker processes. A worker that crashes or runs past `timeout` seconds on a file
+    (0: no budget) is killed and replaced; that file gets a GL903 analysis with the reason."""
+    pending = deque(todo)
+    pool: list[_Worker] = []
+    finished = False
+    try:
+        while pending or any(w.task is not None for w in pool):
+            for worker in pool:
+                if worker.task is None and pending:
+                    worker.give(pending.popleft(), timeout)
+            while pending and len(pool) < workers:
+                worker = _start_worker(max_size)
+                pool.append(worker)
+                worker.give(pending.popleft(), timeout)
+            busy = [w for w in pool if w.task is not None]
+            nearest = min(w.deadline for w in busy)
+            wait_s = None if nearest == float("inf") else max(0.0, nearest - time.monotonic())
+            ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=wait_s))
+            for worker in busy:
+                task = worker.task
+                assert task is not None
+                outcome: tuple[int, dict[str, Any]] | None = None
+                if worker.conn in ready:
+                    try:
+                        outcome = worker.conn.recv()
+                    except (EOFError, OSError):
+                        outcome = (task[0], limited(task[1], _death(worker.process)))
+                        worker.task = None
+                        pool.remove(worker)
+                        worker.stop(force=True)
+                    else:
+                        worker.task = None
+                elif worker.process.sentinel in ready:
+                    outcome = (task[0], limited(task[1], _death(worker.process)))
+                    worker.task = None
+                    pool.remove(worker)
+                    worker.stop(force=True)
+                elif time.monotonic() >= worker.deadline:
+                    outcome = (task[0], limited(task[1], f"its analysis ran past the per-file time budget "
+                                                          f"(file-timeout = {timeout:g} s); the worker was "
+                                                          "stopped"))
+                    worker.task = None
+                    pool.remove(worker)
+                    worker.stop(force=True)
+                if outcome is not None:
+                    yield outcome
+        finished = True
+    finally:
+        # Interrupted (Ctrl-C, SIGTERM, an error upstream): kill every worker, busy or not.
+        for worker in pool:
+            worker.stop(force=not finished)
+
+
+def _workers(todo: Sequence[tuple[int, str, str, bool, int]], jobs: int) -> int:
+    if jobs > 1 and len(todo) > 1 and sum(task[4] for task in todo) >= _PARALLEL_MIN_BYTES:
         return min(jobs, len(todo))
     return 1
-
-
-def _analyse_misses(todo: list[tuple[int, str, str, int]], workers: int) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, analysis) for each task, in completion order. Workers take the largest files
-    first, so no core is left with one big file at the end."""
-    if workers > 1:
-        ordered = [task[:3] for task in sorted(todo, key=lambda task: (-task[3], task[0]))]
-        # On Linux, fork: workers start in milliseconds with graphlint and the rules imported.
-        context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-        with ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                 initializer=_worker_init) as pool:
-            futures = [pool.submit(_analyse_indexed, task) for task in ordered]
-            try:
-                for future in as_completed(futures):
-                    yield future.result()
-            except BaseException:
-                for future in futures:
-                    future.cancel()  # an internal error: do not wait for the rest of the tree
-                raise
-        return
-    for index, rel, full, _ in todo:
-        yield index, analyse_file((rel, full))
 
 
 def _has_entry_marker(result: dict[str, Any]) -> bool:
@@ -120,16 +266,19 @@ def _has_entry_marker(result: dict[str, Any]) -> bool:
 
 
 def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
-                stats: dict[str, Any] | None = None, lean: bool = False) -> list[dict[str, Any]]:
+                stats: dict[str, Any] | None = None, lean: bool = False, named: frozenset[str] = frozenset(),
+                max_size: int = DEFAULT_MAX_FILE_SIZE, timeout: float = DEFAULT_FILE_TIMEOUT) -> list[dict[str, Any]]:
     """Analyse files, reusing cached results; output order is the input order whatever the
     number of jobs. `stats` (if given) receives the counts of cached and analysed files.
+    `named`: full paths named on the command line, parsed even if they never mention torch.
+    `max_size` (bytes) and `timeout` (seconds per file) are the per-file limits (0: none).
 
     `lean`: the call facts (most of a result) stay only in the cache, not in memory, unless a
     file has an entry marker, in which case the call graph needs them and they are read back;
     so memory grows with the findings, not with the tree."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     keys: list[str] = [""] * len(tasks)
-    todo: list[tuple[int, str, str, int]] = []
+    todo: list[tuple[int, str, str, bool, int]] = []
     lean_files: list[int] = []  # results whose call facts were left in the cache
 
     def keep(index: int, value: dict[str, Any], in_cache: bool) -> None:
@@ -140,25 +289,47 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
 
     with gc_paused():
         for index, (rel, full) in enumerate(tasks):
+            force = full in named
+            try:
+                info = os.stat(full)
+            except OSError:
+                info = None  # the worker reports the read error as a finding
+            if info is not None and not stat.S_ISREG(info.st_mode):
+                # Reading a FIFO blocks forever, a device may never end.
+                results[index] = limited(rel, "not a regular file")
+                continue
+            if info is not None and max_size and info.st_size > max_size:
+                results[index] = limited(rel, too_large(info.st_size, max_size))
+                continue
             try:
                 data: bytes | None = Path(full).read_bytes()
             except OSError:
-                data = None  # the worker reports the read error as a finding
+                data = None
             if cache.folder is not None and data is not None:
-                keys[index] = cache.key(data, rel)
-                cached = cache.get(keys[index])
+                keys[index] = cache.key(data, rel + ("\0named" if force else ""))
+                cached = cache.get(keys[index], valid_analysis)
                 if cached is not None:
                     keep(index, cached, True)
                     continue
-            todo.append((index, rel, full, len(data or b"")))
+            todo.append((index, rel, full, force, len(data or b"")))
     workers = _workers(todo, jobs)
-    for index, value in _analyse_misses(todo, workers):
-        keep(index, value, bool(keys[index]) and cache.put(keys[index], value))
+    # Workers take the largest files first, so no core is left with one big file at the end.
+    ordered = [task[:4] for task in sorted(todo, key=lambda task: (-task[4], task[0]))]
+    for index, value in supervise(ordered, workers, timeout, max_size):
+        # A file that hit a limit (time, crash) is tried again next run, never cached.
+        cacheable = bool(keys[index]) and not value.get("limit")
+        keep(index, value, cacheable and cache.put(keys[index], value))
     if lean_files and any(_has_entry_marker(r) for r in results if r is not None):
+        missing = []
         for index in lean_files:
-            stored = cache.get(keys[index])
-            source = stored if stored is not None else analyse_file(tasks[index])
-            results[index]["extra"]["calls"] = source.get("extra", {}).get("calls", {})  # type: ignore[index]
+            stored = cache.get(keys[index], valid_analysis)
+            if stored is None:
+                rel, full = tasks[index]
+                missing.append((index, rel, full, full in named))
+            else:
+                results[index]["extra"]["calls"] = stored.get("extra", {}).get("calls", {})  # type: ignore[index]
+        for index, value in supervise(missing, 1, timeout, max_size):
+            results[index]["extra"]["calls"] = value.get("extra", {}).get("calls", {})  # type: ignore[index]
     cache.file_keys = keys
     if stats is not None:
         stats.update(files=len(tasks), cache_hits=len(tasks) - len(todo), analysed=len(todo), workers=workers)

@@ -22,6 +22,7 @@ from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.interproc import refine
 from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
+from graphlint.analysis.file import SKIP_REASON
 from graphlint.report import StaticResult
 
 
@@ -37,7 +38,7 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
                                                                 config.regions))]
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
-        cached = cache.get(key)
+        cached = cache.get(key, _valid_graph)
         if cached is not None:
             reasons = cached["reasons"]
             placements = {(path, qualname): Placement(region, tuple(via), reasons[reason])
@@ -56,6 +57,13 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
     return graph.placements, unresolved, set(graph.warmed_up)
 
 
+def _valid_graph(value: dict[str, Any]) -> bool:
+    placements, unresolved = value.get("placements"), value.get("unresolved")
+    return (isinstance(placements, list) and isinstance(unresolved, list)
+            and all(isinstance(item, list) and len(item) == 4 and all(isinstance(part, str) for part in item[:3])
+                    and isinstance(item[3], list) for item in placements))
+
+
 def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[str] | None = None,
                   force_exclude: bool = False) -> list[tuple[str, str]]:
     """(path relative to the root, path to open) of every file to analyse. Raises PathProblem
@@ -64,6 +72,11 @@ def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[st
     files = discover(paths, root, config.exclude, config.extend_exclude, problems=problems,
                      force_exclude=force_exclude or config.force_exclude, respect_gitignore=config.respect_gitignore)
     return [(relative_posix(file, root), str(file)) for file in files]
+
+
+def named_files(paths: Iterable[str | Path]) -> frozenset[str]:
+    """The paths given as files (not folders): always parsed, even if they never mention torch."""
+    return frozenset(str(Path(p)) for p in paths if Path(p).is_file())
 
 
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
@@ -82,7 +95,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     progress("analysing", len(tasks))
     cache = Cache(cache_dir)
     sweep = config.regions == "sweep"
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=sweep)
+    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=sweep,
+                        named=named_files(paths), max_size=config.max_file_size, timeout=config.file_timeout)
     # Facts across functions: parameters from call sites, returns, inherited attributes.
     files = refine(files, tasks, Path(config.root), cache, jobs or default_jobs())
     placements = None
@@ -95,13 +109,17 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
         placements, extra["unresolved_calls"], warmed_up = _call_graph_regions(files, config, cache)
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
-    texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): tuple(pair)
-                            for raw, pair in zip(file["findings"], file["fingerprint_texts"])}
+    texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): (file["statement_texts"][statement], flagged)
+                            for raw, (statement, flagged) in zip(file["findings"], file["fingerprint_texts"])}
              for file in files if file.get("fingerprint_texts")}
     progress("findings", len(files))
     with gc_paused():
         findings = fingerprint_findings(finalize(files, config, select, ignore, placements, warmed_up), config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
+    skipped = sum(1 for f in files if f.get("skipped"))
+    if skipped:
+        # Counted among the files checked, so the report says they were not parsed, and why.
+        result.extra["skipped_unparsed"] = {"files": skipped, "reason": SKIP_REASON}
     result.unresolved_calls = extra.get("unresolved_calls", [])
     if problems:
         result.extra["skipped"] = problems

@@ -65,6 +65,14 @@ def load(path: str | Path) -> Baseline:
     if not isinstance(items, list) or not all(isinstance(e, dict) and isinstance(e.get("fingerprint"), str)
                                               for e in items):
         raise BaselineError(f"{path}: 'findings' must be a list of objects with a 'fingerprint'")
+    for index, entry in enumerate(items):
+        # What `describe` prints and sorts by: a wrong type would fail there, far from the file.
+        for name, types in (("path", (str,)), ("rule", (str,)), ("function", (str,)), ("message", (str,)),
+                            ("name", (str,)), ("line", (int,))):
+            value = entry.get(name)
+            if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
+                raise BaselineError(f"{path}: findings[{index}].{name} must be "
+                                    f"{'an integer' if types == (int,) else 'a string'}, got {value!r:.60}")
     return Baseline({e["fingerprint"]: e for e in items}, source=str(path))
 
 

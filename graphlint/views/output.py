@@ -7,10 +7,27 @@ from __future__ import annotations
 import io
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import click
 
-from graphlint.report import Report, dumps, write_atomic
+from graphlint.exits import fail
+from graphlint.report import OutputError, Report, dumps, write_atomic
+
+
+def write_output(output: str, text: str, protect: Sequence[str | Path] = ()) -> None:
+    """Write a report file (atomically); exit 2 with the reason when it cannot be written."""
+    try:
+        write_atomic(output, text, protect)
+    except OutputError as error:
+        fail(str(error))
+    except OSError as error:
+        fail(f"{output}: cannot write the report: {error.strerror or error}")
+
+
+def linted_files(report: Report, root: Path) -> list[Path]:
+    """The files a report's static half read: an output path must never replace one of them."""
+    return [root / name for name in report.static.files] if report.static is not None else []
 
 
 def silence_stdout() -> None:
@@ -66,7 +83,7 @@ def _render_report(report: Report, fmt: str, output: str | None, root: Path, qui
             return
         text = buffer.getvalue()
     if output:
-        write_atomic(output, text)
+        write_output(output, text, linted_files(report, root))
         summary = report.summary()
         click.echo(f"graphlint: wrote {output} ({summary['verdict']}: {summary['errors']} errors, "
                    f"{summary['warnings']} warnings)", err=True)

@@ -15,10 +15,13 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from graphlint.report import Finding, Report
+from graphlint.analysis.source import SourceError, decode, split_lines
+from graphlint.report import Finding, Report, read_regular
 from graphlint.runtime.crosscheck import confirmation, describe, marks
 
 TAB_SIZE = 4  # tabs in shown source lines expand to this many columns (ruff's default indent width)
+# A longer source line is shown as a window around the flagged range.
+MAX_SHOWN = 160
 
 
 def _escaped(char: str) -> str | None:
@@ -65,11 +68,12 @@ def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]],
                  sources: dict[str, str] | None = None) -> str | None:
     if finding.path not in cache:
         if sources is not None and finding.path in sources:
-            cache[finding.path] = sources[finding.path].splitlines()
+            cache[finding.path] = split_lines(sources[finding.path])
         else:
             try:
-                cache[finding.path] = (root / finding.path).read_text("utf-8").splitlines()
-            except (OSError, UnicodeDecodeError):
+                # Decoded and numbered as Python does, so the caret is under the flagged line.
+                cache[finding.path] = split_lines(decode(read_regular(root / finding.path)))
+            except (OSError, SourceError):
                 cache[finding.path] = []
     lines = cache[finding.path]
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
@@ -83,6 +87,19 @@ def display_path(root: Path, path: str) -> str:
         return printable(os.path.relpath(root / path, Path.cwd()))
     except ValueError:  # another drive on Windows
         return printable(path)
+
+
+def _window(line: str, col: int, width: int) -> tuple[str, int, int]:
+    """(shown text, caret column, caret width): a long line cut to MAX_SHOWN characters around
+    the flagged range, so 20,000 findings on one long line do not print it 20,000 times."""
+    if len(line) <= MAX_SHOWN:
+        return line, col, width
+    width = min(width, MAX_SHOWN - 8)
+    start = max(0, min(col - 1 - (MAX_SHOWN - width) // 2, len(line) - MAX_SHOWN))
+    shown = line[start:start + MAX_SHOWN]
+    prefix = "..." if start else ""
+    suffix = "..." if start + MAX_SHOWN < len(line) else ""
+    return prefix + shown + suffix, col - start + len(prefix), width
 
 
 def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, statistics: bool = False,
@@ -116,7 +133,9 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                 line = _source_line(root, finding, lines_by_path, sources)
                 if line is not None:
                     end = finding.end_col - 1 if finding.end_line == finding.line else len(line)
-                    text, before, under = shown_line(line, finding.col - 1, max(end, finding.col))
+                    end = max(end, finding.col)
+                    line, col, width = _window(line, finding.col, end - (finding.col - 1))
+                    text, before, under = shown_line(line, col - 1, col - 1 + width)
                     console.print(f"  [dim]{finding.line:>5} |[/] {escape(text)}")
                     console.print(f"  [dim]      |[/] {' ' * before}[{style}]{'^' * under}[/]")
                 if finding.reached_via:
@@ -152,7 +171,11 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
     verdict_style = "green" if summary["verdict"] == "pass" else "red"
     parts = []
     if static is not None:
-        parts.append(f"{files} file{'s' if files != 1 else ''} checked")
+        skipped = static.extra.get("skipped_unparsed")
+        unparsed = ""
+        if isinstance(skipped, dict) and isinstance(skipped.get("files"), int) and skipped["files"]:
+            unparsed = f" ({skipped['files']} skipped unparsed: {escape(str(skipped.get('reason', '')))})"
+        parts.append(f"{files} file{'s' if files != 1 else ''} checked{unparsed}")
         parts.append(f"{summary['errors']} error{'s' if summary['errors'] != 1 else ''}")
         parts.append(f"{summary['warnings']} warning{'s' if summary['warnings'] != 1 else ''}")
         parts.append(f"{summary['suppressed']} suppressed")

@@ -179,5 +179,7 @@ def test_one_command_json_report(tmp_path):
                                        "--no-bench", "--format", "json", "--output", str(out)])
     assert result.exit_code == 1, result.output
     runtime = json.loads(out.read_text())["runtime"]
-    assert runtime["target"] == {"spec": "hf:mixtral", "options": {"model": "mixtral", "experts": "grouped_mm"}}
+    target = runtime["target"]
+    assert (target["spec"], target["options"]) == ("hf:mixtral", {"model": "mixtral", "experts": "grouped_mm"})
+    assert target["entry"]["qualname"] == "HFDecodeStep.step"  # what `runtime --lint` would lint from
     assert [e["op"] for e in runtime["sync_events"]] == ["aten._grouped_mm.default"]
