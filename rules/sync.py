@@ -77,10 +77,20 @@ class TolistCall(Rule):
         "def step(x: torch.Tensor):\n    return x.shape.numel()\n",
         "def f(x: torch.Tensor):\n    return list(x.shape)\n",
         "def load(x: torch.Tensor):  # graphlint: host\n    return x.tolist()\n",
+        # lmdeploy nn/linear/base.py: a closure reads the enclosing function's CPU tensor
+        # (`nonlocal tp_sizes`, built by torch.tensor without a device): a host list, no sync.
+        "class Gather(nn.Module):\n    def forward(self, x: torch.Tensor, sizes: list):\n"
+        "        def take():\n            nonlocal tp_sizes\n            cur = tp_sizes.minimum(4)\n"
+        "            tp_sizes -= cur\n            return cur.tolist()\n"
+        "        tp_sizes = torch.tensor(sizes)\n        return take()\n",
     ]
     INVALID = [
         "def moe(idx: torch.Tensor, E: int):\n    counts = torch.bincount(idx, minlength=E).tolist()\n    return counts\n",
         "def f(ids):\n    return ids.tolist()\n",
+        # The same closure over a device tensor reads it back every step.
+        "class Gather(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+        "        def take():\n            return counts.tolist()\n"
+        "        counts = torch.zeros(4, device=x.device)\n        return take()\n",
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:

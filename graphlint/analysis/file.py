@@ -20,7 +20,7 @@ import libcst as cst
 from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
 from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
-from graphlint.analysis.inference import ExternalFacts, Inference, ModuleFacts, collect_class
+from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
@@ -302,11 +302,19 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     raw: list[RawFinding] = []
     known = ExternalFacts.from_dict(external)
     summaries = []
+    final_envs: dict[str, dict] = {}  # qualname -> the facts at the end of that function
     for info in functions:
-        inference = Inference(facts, info.class_name, external=known)
+        # A closure reads the names of the function it is defined in (`nonlocal` or not): they
+        # keep what the enclosing function knows of them (functions come in source order, the
+        # enclosing one first). `self` stays the closure's own business.
+        outer = final_envs.get(info.qualname.rpartition(".")[0])
+        env = {name: value for name, value in outer.items()
+               if name not in ("self", "cls") and value.kind != UNKNOWN} if outer else None
+        inference = Inference(facts, info.class_name, env=env, external=known)
         function_facts = inference.run_function(info.node, is_method=info.class_name is not None,
                                                 qualname=info.qualname)
         summaries.append(function_summary(info.qualname, info.class_name, inference))
+        final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
     # What this file's functions pass, return and assign, for the project-wide join.

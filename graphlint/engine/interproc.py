@@ -14,12 +14,12 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
-from graphlint.analysis import suppressions
 from graphlint.analysis.file import analyze_source
+from graphlint.analysis.source import decode
+from graphlint.analysis.stack import run_deep
 from graphlint.callgraph.summaries import solve
 from graphlint.engine.cache import Cache
-from graphlint.engine.fingerprints import finding_texts
-from graphlint.engine.pool import analysis_to_dict, gc_paused
+from graphlint.engine.pool import finished, gc_paused
 from graphlint.rules import ALL_RULES
 
 # New facts can enable more facts (a return that becomes known makes a caller's argument
@@ -31,12 +31,9 @@ _PARALLEL_MIN_BYTES = 200_000
 
 def _analyse_with_facts(task: tuple[str, str, dict]) -> dict[str, Any]:
     rel, full, facts = task
-    text = Path(full).read_bytes().decode("utf-8")
-    result = analyze_source(rel, text, ALL_RULES, external=facts, call_graph=False)
-    data = analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
-    if result.findings:
-        data["fingerprint_texts"] = [list(texts) for texts in finding_texts(text, result.findings)]
-    return data
+    text = decode(Path(full).read_bytes())  # it was read and decoded once already: no error here
+    # On the large stack the first analysis had: deep code that passed then passes again.
+    return finished(run_deep(analyze_source, rel, text, ALL_RULES, False, facts, False), text)
 
 
 def _facts_key(file_key: str, facts: dict) -> str:

@@ -59,10 +59,15 @@ def analyse_file(task: tuple) -> dict[str, Any]:
         result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
         return analysis_to_dict(result, {})
     result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
+    return finished(result, text)
+
+
+def finished(result: FileAnalysis, text: str) -> dict[str, Any]:
+    """A file's analysis as the cache stores it: with its suppressions and the source half of
+    each finding's fingerprint. Made here, in the worker, and cached with the rest, so a warm
+    run reads no source."""
     data = analysis_to_dict(result, suppressions.scan(text) if result.findings or result.functions else {})
     if result.findings:
-        # The source half of each finding's fingerprint needs the text and a parse of it: made
-        # here, in the worker, it is cached with the rest and a warm run reads no source.
         # Findings in one statement share its text: stored once, each finding holds its index
         # (20,000 findings in one long statement would otherwise store it 20,000 times).
         unique: dict[str, int] = {}

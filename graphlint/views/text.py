@@ -80,9 +80,10 @@ def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]],
 
 
 def display_path(root: Path, path: str) -> str:
-    """A report path (relative to the project root) as seen from the current folder."""
-    if path == "-":
-        return path
+    """A report path (relative to the project root) as seen from the current folder. A file
+    outside the root (linted with a --config from elsewhere) is in the report as it was named."""
+    if path == "-" or not (root / path).exists():
+        return printable(path)
     try:
         return printable(os.path.relpath(root / path, Path.cwd()))
     except ValueError:  # another drive on Windows
