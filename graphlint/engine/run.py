@@ -58,10 +58,15 @@ def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cach
 
 
 def _valid_graph(value: dict[str, Any]) -> bool:
-    placements, unresolved = value.get("placements"), value.get("unresolved")
-    return (isinstance(placements, list) and isinstance(unresolved, list)
-            and all(isinstance(item, list) and len(item) == 4 and all(isinstance(part, str) for part in item[:3])
-                    and isinstance(item[3], list) for item in placements))
+    """The shape `_call_graph_regions` stores: placements [path, qualname, region, via, reason
+    index], the reasons, the unresolved calls and the warmed-up capture functions."""
+    placements, unresolved, reasons = value.get("placements"), value.get("unresolved"), value.get("reasons")
+    warmed_up = value.get("warmed_up", [])
+    return (isinstance(placements, list) and isinstance(unresolved, list) and isinstance(reasons, list)
+            and isinstance(warmed_up, list) and all(isinstance(k, list) for k in warmed_up)
+            and all(isinstance(item, list) and len(item) == 5 and all(isinstance(part, str) for part in item[:3])
+                    and isinstance(item[3], list) and isinstance(item[4], int) and 0 <= item[4] < len(reasons)
+                    for item in placements))
 
 
 def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[str] | None = None,
