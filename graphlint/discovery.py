@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
+import re
 import os
 import stat
 from pathlib import Path
@@ -53,13 +55,30 @@ def relative_posix(path: Path, root: Path) -> str:
 
 
 def is_excluded(rel: str, patterns: Iterable[str]) -> bool:
+    """Whether `rel` matches a pattern as a whole (or lies below a match), or, for a pattern
+    without `/`, whether one of its parts does (`build` excludes `a/build/x.py`)."""
+    whole, part = _matcher(tuple(patterns))
+    if whole is not None and whole.match(rel):
+        return True
+    return part is not None and any(part.match(name) for name in rel.split("/"))
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> tuple[re.Pattern | None, re.Pattern | None]:
+    # fnmatch's own translation, compiled once into one regex per kind: a walk asks this for
+    # every file and folder, and the default excludes are dozens of patterns.
+    whole: list[str] = []
+    parts: list[str] = []
     for pattern in patterns:
         pattern = pattern.rstrip("/")
-        if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(rel, pattern + "/*"):
-            return True
-        if "/" not in pattern and any(fnmatch.fnmatch(part, pattern) for part in rel.split("/")):
-            return True
-    return False
+        whole += [fnmatch.translate(pattern), fnmatch.translate(pattern + "/*")]
+        if "/" not in pattern:
+            parts.append(fnmatch.translate(pattern))
+
+    def join(regexes: list[str]) -> re.Pattern | None:
+        return re.compile("|".join(f"(?:{r})" for r in regexes)) if regexes else None
+
+    return join(whole), join(parts)
 
 
 def _kind(mode: int) -> str | None:

@@ -259,3 +259,30 @@ def test_capture_begin_end_and_graphed_callables_are_capture_sites(tmp_path):
     reasons = {f.function: f.region_reason for f in findings}
     assert reasons["inner"] == "capture site at sites.py:18 (capture_begin)"
     assert reasons["Head.forward"] == "capture site at sites.py:21 (make_graphed_callables)"
+
+
+def test_the_report_is_the_same_whatever_the_hash_seed(tmp_path):
+    # Class-hierarchy dispatch reaches several overrides from one call; the chain a finding
+    # records must not follow the order of a set (which changes with PYTHONHASHSEED).
+    import os
+    import subprocess
+    import sys
+
+    subclasses = "".join(f"class Impl{i}(Layer):\n    def update(self, x):\n        return helper(x)\n\n\n"
+                         for i in range(8))
+    (tmp_path / "layers.py").write_text(
+        "import torch\nfrom torch import nn\n\n\ndef helper(x: torch.Tensor):\n    return x * x.max().item()\n\n\n"
+        "class Layer(nn.Module):\n    def update(self, x):\n        return x\n\n\n" + subclasses
+        + "class Model(nn.Module):\n    def forward(self, x: torch.Tensor, layer: Layer):\n"
+          "        return layer.update(x)\n")
+    reports = []
+    for seed in ("1", "2", "3", "4"):
+        out = tmp_path / f"seed{seed}.json"
+        subprocess.run([sys.executable, "-m", "graphlint", "check", "layers.py", "--no-cache", "--format", "json",
+                        "-o", str(out)], cwd=tmp_path, env={**os.environ, "PYTHONHASHSEED": seed},
+                       capture_output=True, timeout=300)
+        report = json.loads(out.read_text())
+        report["static"].pop("stats", None)
+        reports.append(report)
+    assert [f["rule"] for f in reports[0]["static"]["findings"]] == ["GL101"]
+    assert all(report == reports[0] for report in reports)

@@ -546,7 +546,9 @@ class Project:
                     order, _ = self.mro(value[1])
                     if any(method in self.classes[c]["methods"] for c in order):
                         targets.extend(v for v in self.member(value[1], method, value[1]) if v[0] == FN)
-        return targets
+        # `values` is a set, iterated in an order that changes with the process's hash seed: in a
+        # fixed order, the graph reaches each function along the same chain in every run.
+        return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
 
     def call_result(self, expr: tuple, scope: tuple) -> set:
         func = self.eval(expr[1], scope)

@@ -174,7 +174,14 @@ class _Worker:
     def stop(self, force: bool) -> None:
         if force and self.process.is_alive():
             self.process.kill()
-        self.conn.close()  # an idle worker reads end-of-file and exits
+        elif not force:
+            # Tell an idle worker to exit: closing our end alone is no end-of-file for it, since a
+            # forked worker holds a copy of this end as well.
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+        self.conn.close()
         self.process.join(timeout=None if force else 2)
         if self.process.is_alive():
             self.process.kill()
