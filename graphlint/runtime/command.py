@@ -16,6 +16,7 @@ from typing import Iterator
 import click
 
 from graphlint.runtime.harness import run_harness
+from graphlint.views.progress import real_stderr
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
@@ -24,22 +25,12 @@ __all__ = ["runtime_command", "run_harness", "runtime_progress"]
 HEARTBEAT_SECONDS = 30  # off a terminal, a "still running" line this often
 
 
-def _real_stderr() -> bool:
-    """stderr is a file descriptor (a terminal, a pipe, a CI log), not a stream captured in
-    process (a caller collecting the report), which gets no progress lines."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    return True
-
-
 @contextmanager
 def runtime_progress(target: str | None, quiet: bool = False) -> Iterator[None]:
     """Say on stderr, at once, what runs, and that it is still running: a rich spinner on a
     terminal, plain start and end lines otherwise (CI logs); nothing with `quiet` or when stderr
     is captured in process. stdout stays the report's."""
-    if quiet or not _real_stderr():
+    if quiet or not real_stderr():
         yield
         return
     from rich.console import Console

@@ -12,7 +12,9 @@ from typing import Callable, Iterator
 LONG_CHECK_FILES = 200
 
 
-def _real_stderr() -> bool:
+def real_stderr() -> bool:
+    """stderr is a file descriptor (a terminal, a pipe, a CI log), not a stream captured in
+    process (a caller collecting the report), which gets no progress lines."""
     try:
         sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
@@ -23,7 +25,7 @@ def _real_stderr() -> bool:
 @contextmanager
 def static_progress(quiet: bool = False) -> Iterator[Callable[[str, int], None]]:
     """A callback `progress(phase, files)` for engine.check, shown as described above."""
-    if quiet or not _real_stderr():
+    if quiet or not real_stderr():
         yield lambda phase, files: None
         return
     from rich.console import Console
