@@ -67,8 +67,11 @@ def _tokenized_depth(text: str) -> tuple[int, int]:
                 inner = _plain_depth(token.string)
                 if depth + inner > deepest:
                     deepest, line = depth + inner, token.start[0]
-    except (tokenize.TokenError, SyntaxError):
-        pass  # the parser reports the syntax error itself
+    except (tokenize.TokenError, SyntaxError) as error:
+        # Python 3.12+ tokenizes in C, which stops at CPython's own limit ("too many nested
+        # parentheses") before the count gets past it; other errors the parser reports itself.
+        if "nested" in str(error):
+            return max(deepest, _plain_depth(text)), line
     return deepest, line
 
 
