@@ -1,0 +1,56 @@
+"""Options and helpers shared by several commands: the report formats, the colour choice,
+the select/ignore/config/jobs/cache options, and the exit code a report gives."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from graphlint.config import Config
+from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS
+from graphlint.report import Report
+
+FORMATS = ["text", "json", "sarif", "github", "gitlab", "junit"]
+COLOR = {"auto": None, "always": True, "never": False}
+
+
+def exit_code(report: Report, fail_on: str = "error", exit_zero: bool = False) -> int:
+    """2 when the run recorded errors; else 1 on violations (warnings count with
+    `fail_on="warning"`), 0 otherwise or with `exit_zero`."""
+    if report.errors:
+        return EXIT_ERROR
+    summary = report.summary()
+    failed = summary["verdict"] == "fail" or (fail_on == "warning" and summary["warnings"] > 0)
+    return EXIT_VIOLATIONS if failed and not exit_zero else EXIT_OK
+
+
+def cache_folder(config: Config, no_cache: bool, cache_dir: str | None) -> Path | None:
+    """Where the cache lives for this run (None: no cache)."""
+    return None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
+
+
+def selection(func: Callable) -> Callable:
+    """--select and --ignore."""
+    func = click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")(func)
+    return click.option("--select", multiple=True,
+                        help="Rule codes or prefixes to enable (GL1, GL101); comma-separated.")(func)
+
+
+def config_option(func: Callable) -> Callable:
+    return click.option("--config", "config_file", type=click.Path(),
+                        help="pyproject.toml (or a TOML file) to read settings from.")(func)
+
+
+def jobs_option(func: Callable) -> Callable:
+    return click.option("--jobs", "-j", type=click.IntRange(min=1), default=None,
+                        help="Worker processes (default: all cores).")(func)
+
+
+def no_cache_option(func: Callable) -> Callable:
+    return click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")(func)
+
+
+def cache_dir_option(func: Callable) -> Callable:
+    return click.option("--cache-dir", type=click.Path(file_okay=False), default=None,
+                        help="Cache folder (default .graphlint_cache).")(func)
