@@ -9,7 +9,8 @@ for it, and a class modelled on the seeds' audit of a decode path (green / red-s
                  (GL508, GL509, GL404, GL511) capture-hygiene  a capture/replay orchestration finding
   eager          an eager break (by design)  host           outside the graph by design
 
-The verdict: every reachable `captured` function is capturable (exit 0) or not (exit 1).
+The verdict, as `check` gives it: no reachable `captured` function has an error-severity finding
+(exit 0) or one has (exit 1); with `fail_on="warning"` warnings block too.
 """
 from __future__ import annotations
 
@@ -58,6 +59,7 @@ class AuditRow:
     findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
     reached_via: tuple[str, ...]
     reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
+    errors: int = 0  # how many of its findings are errors (the rest are warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
@@ -72,6 +74,7 @@ class AuditResult:
     unresolved: list[dict[str, Any]] = field(default_factory=list)
     files: int = 0
     config: dict[str, Any] = field(default_factory=dict)
+    fail_on: str = "error"  # "warning": a warning-only function blocks too, as check --fail-on warning
 
     def counts(self) -> dict[str, int]:
         counts = {name: 0 for name in ALL_CLASSES}
@@ -80,7 +83,14 @@ class AuditResult:
         return {k: v for k, v in counts.items() if v}
 
     def blocking(self) -> list[AuditRow]:
-        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE]
+        """Captured functions that fail the audit: with an error (or, with fail_on warning, any finding)."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and (row.errors or self.fail_on == "warning")]
+
+    def warning_only(self) -> list[AuditRow]:
+        """Captured functions with findings that are all warnings and do not block."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and row not in self.blocking()]
 
     def verdict(self) -> str:
         return "fail" if self.blocking() else "pass"
@@ -133,7 +143,7 @@ def _source(root: Path, path: str) -> str:
 
 
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
-        cache_dir: Path | None = None) -> AuditResult:
+        cache_dir: Path | None = None, fail_on: str = "error") -> AuditResult:
     """Analyse, build the call graph and classify every reachable function. Raises AuditError
     when nothing is a root, callgraph.EntryPointError for one that names nothing, and
     FileNotFoundError for a missing path."""
@@ -147,15 +157,18 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
     config = normalise_config(config)  # rule names in select, ignore, severity -> codes
     findings = finalize(files, config, config.select, config.ignore, graph.placements, set(graph.warmed_up))
     by_function: dict[tuple[str, str], dict[str, int]] = {}
+    errors: dict[tuple[str, str], int] = {}
     for finding in findings:
         if finding.suppressed or finding.function is None:
             continue
         counts = by_function.setdefault((finding.path, finding.function), {})
         counts[finding.rule] = counts.get(finding.rule, 0) + 1
+        if finding.severity == "error":
+            errors[(finding.path, finding.function)] = errors.get((finding.path, finding.function), 0) + 1
     known_lines = {(file["path"], f["qualname"]): f.get("line", 0) for file in files for f in file["functions"]}
     scanned: dict[str, dict[str, int]] = {}
     result = AuditResult(entry_points=list(config.entry_points), unresolved=graph.unresolved, files=len(files),
-                         config=config.to_dict())
+                         config=config.to_dict(), fail_on=fail_on)
     names = graph.names
     for key in graph.order:
         placement = graph.placements[key]
@@ -172,7 +185,7 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via, placement.reason))
-    if not result.entry_points:
-        result.entry_points = [names.get(key, key[1]) for key in graph.entries]
+                                    placement.reached_via, placement.reason, errors.get(key, 0)))
+    # Every root of the run: configured entry points, markers, capture sites and fallbacks.
+    result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

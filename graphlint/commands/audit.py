@@ -40,12 +40,15 @@ def clean(cache_dir: str | None) -> None:
 @click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="warning: a captured function with warnings only fails the audit too (as check --fail-on).")
 def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: tuple[str, ...], host: tuple[str, ...],
                   fmt: str, output: str | None, config_file: str | None, jobs: int | None, no_cache: bool,
-                  cache_dir: str | None) -> None:
+                  cache_dir: str | None, fail_on: str = "error") -> None:
     """List every function reachable from the entry points with its region and class.
 
-    Exit 0 when every reachable captured function is capturable, 1 otherwise, 2 on errors.
+    Exit codes as check's: 0 when no reachable captured function has an error (warnings count
+    with --fail-on warning), 1 otherwise, 2 on errors.
     """
     import dataclasses
 
@@ -65,7 +68,7 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
     from graphlint.discovery import PathProblem
 
     try:
-        result = run_audit(targets, config, jobs=jobs, cache_dir=cache_folder)
+        result = run_audit(targets, config, jobs=jobs, cache_dir=cache_folder, fail_on=fail_on)
     except PathProblem as error:
         fail(str(error))
         return

@@ -132,10 +132,11 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
     if target is None:  # the bundled demo step would PASS in any project: say so instead
         fail("--runtime needs a target: set `runtime-target` in [tool.graphlint], pass --runtime-target "
              "module:callable, or --runtime-target default for the bundled DSV4 demo step")
-    try:
+    try:  # torch missing: the same hint as `graphlint runtime`, before anything runs
+        import torch  # noqa: F401
         from graphlint.runtime.command import run_harness, runtime_progress
         from graphlint.runtime.targets import DEFAULT_TARGET, UsageError
-    except ImportError as error:  # torch missing: the same hint as `graphlint runtime`
+    except ImportError as error:
         fail(f"the runtime harness needs torch ({error}); {RUNTIME_HINT}")
     if target in ("default", "graph-safe", "graph_safe"):
         target = DEFAULT_TARGET

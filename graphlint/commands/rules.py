@@ -26,9 +26,13 @@ def list_rules(fmt: str) -> None:
 @click.command()
 @click.argument("rule")
 def explain(rule: str) -> None:
-    """Print one rule's documentation (by code or name), or a runtime event or hazard kind's."""
+    """Print one rule's documentation (by code or name), or a runtime event or hazard kind's
+    (`runtime` lists the kinds)."""
     from graphlint.rules import BY_CODE, BY_NAME
 
+    if rule in ("runtime", "runtime/"):
+        _list_runtime_kinds()
+        return
     found = None if rule.startswith("runtime/") else BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
     if found is None:
         from graphlint.runtime.kinds import explain as explain_kind
@@ -44,3 +48,14 @@ def explain(rule: str) -> None:
     click.echo(found.docs())
     click.echo(f"\nMessage: {found.message}\nFix: {found.fix}")
 
+
+
+def _list_runtime_kinds() -> None:
+    """Every runtime event and replay hazard kind: name, source, rule family, what it is."""
+    from graphlint.runtime.kinds import KINDS
+
+    width = max(len(name) for name in KINDS)
+    click.echo("Runtime kinds (`graphlint explain runtime/KIND` for one):\n")
+    for kind in sorted(KINDS.values(), key=lambda k: (k.source, k.name)):
+        first = kind.what.split(". ")[0].rstrip(".")
+        click.echo(f"{kind.name:<{width}}  {kind.source:<13}  {kind.family:<4}  {first}")

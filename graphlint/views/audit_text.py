@@ -42,6 +42,10 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
     if blocking:
         console.print(f"\n[bold red]FAIL[/]: {len(blocking)} of {captured} captured functions are not capturable "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
+    elif result.warning_only():
+        console.print(f"\n[bold green]PASS[/]: no captured function has an error; {len(result.warning_only())} of "
+                      f"{captured} have warnings only ({len(result.rows)} reachable, {result.files} files, "
+                      f"{unfollowed})")
     else:
         console.print(f"\n[bold green]PASS[/]: all {captured} captured functions are capturable "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
