@@ -108,3 +108,10 @@ def test_explain_runtime_lists_the_runtime_kinds():
     kinds = pytest.importorskip("graphlint.runtime.kinds")
     names = list(kinds.KINDS)
     assert names and all(name in result.output for name in names)
+
+
+def test_missing_pygls_gives_the_server_install_hint():
+    block = "import sys; sys.modules['pygls'] = None; from graphlint.cli import main; main()"
+    result = subprocess.run([sys.executable, "-c", block, "server"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and "pip install 'graphlint-cuda[server]'" in result.stderr, result.stderr

@@ -58,20 +58,28 @@ def cache_dir_option(func: Callable) -> Callable:
 
 def selection_in_force(config: Config, select: Sequence[str], extend_select: Sequence[str],
                        ignore: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(select, ignore) for the engine, as ruff combines them: --select replaces `select`,
-    `extend-select` (config) and --extend-select add to what is selected (the default set when
-    nothing is), --ignore adds to `ignore`; the longest matching selector still wins. Exits 2
-    naming the option or key for a selector that names no rule."""
-    from graphlint.engine.selectors import SelectorError, normalise_tokens
-    from graphlint.rules import ALL_RULES
+    """combine_selection, or exit 2 naming the option or key of a selector that names no rule."""
+    from graphlint.engine.selectors import SelectorError
 
     try:
-        chosen = normalise_tokens(split_list(select), "--select")
-        dropped = normalise_tokens(split_list(ignore), "--ignore")
-        extra = (*normalise_tokens(config.extend_select, f"{config.source or 'config'}: key 'extend-select'"),
-                 *normalise_tokens(split_list(extend_select), "--extend-select"))
+        return combine_selection(config, select, extend_select, ignore)
     except SelectorError as error:
         fail(str(error))
+
+
+def combine_selection(config: Config, select: Sequence[str], extend_select: Sequence[str],
+                      ignore: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(select, ignore) for the engine, as ruff combines them: --select replaces `select`,
+    `extend-select` (config) and --extend-select add to what is selected (the default set when
+    nothing is), --ignore adds to `ignore`; the longest matching selector still wins. Raises
+    SelectorError naming the option or key for a selector that names no rule."""
+    from graphlint.engine.selectors import normalise_tokens
+    from graphlint.rules import ALL_RULES
+
+    chosen = normalise_tokens(split_list(select), "--select")
+    dropped = normalise_tokens(split_list(ignore), "--ignore")
+    extra = (*normalise_tokens(config.extend_select, f"{config.source or 'config'}: key 'extend-select'"),
+             *normalise_tokens(split_list(extend_select), "--extend-select"))
     if not extra:
         return chosen, dropped
     base = chosen or normalise_tokens(config.select, f"{config.source or 'config'}: key 'select'")
