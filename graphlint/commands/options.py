@@ -1,8 +1,7 @@
 """Options and helpers shared by several commands: the report formats, the colour choice,
-the select/ignore/config/jobs/cache options, and the exit code a report gives."""
+the config/jobs/cache options, the selection in force, and the exit code a report gives."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable, Sequence
 
 import click
@@ -23,18 +22,6 @@ def exit_code(report: Report, fail_on: str = "error", exit_zero: bool = False) -
     summary = report.summary()
     failed = summary["verdict"] == "fail" or (fail_on == "warning" and summary["warnings"] > 0)
     return EXIT_VIOLATIONS if failed and not exit_zero else EXIT_OK
-
-
-def cache_folder(config: Config, no_cache: bool, cache_dir: str | None) -> Path | None:
-    """Where the cache lives for this run (None: no cache)."""
-    return None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
-
-
-def selection(func: Callable) -> Callable:
-    """--select and --ignore."""
-    func = click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")(func)
-    return click.option("--select", multiple=True,
-                        help="Rule codes or prefixes to enable (GL1, GL101); comma-separated.")(func)
 
 
 def config_option(func: Callable) -> Callable:
