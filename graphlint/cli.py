@@ -452,7 +452,7 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
         click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
     elif text:
         sys.stdout.write(text)
-    sys.exit(EXIT_VIOLATIONS if result.verdict() == "fail" else EXIT_OK)
+    sys.exit(EXIT_OK if result.verdict() == "pass" else EXIT_VIOLATIONS)  # INCOMPLETE never passes
 
 
 def _register_optional_commands() -> None:

@@ -29,7 +29,7 @@ from graphlint.analysis.capture_sites import one_time_blocks
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import dotted
 
-_MAX_DEPTH = 6  # deeper expressions are never receivers the call graph can follow
+_MAX_DEPTH = 12  # deeper expressions are never receivers the call graph can follow (`M(c).to(d).eval()` is 9)
 _MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
 _MAX_RETURNS = 4
 
@@ -96,7 +96,9 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
             node.func.value if type(node.func) is cst.Name else "")
         args: list = []
         kwargs: dict[str, Any] = {}
-        if name in _ARG_AWARE:
+        # A class's constructor arguments too (`LayerStack(layers)`, `Engine(model)`): what an
+        # instance holds often comes from them.
+        if name in _ARG_AWARE or name[:1].isupper():
             for arg in node.args:
                 if arg.keyword is not None:
                     kwargs[arg.keyword.value] = _enc(arg.value, d)
@@ -145,6 +147,9 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
             return None
         # A bytes literal is no module or attribute name, and JSON cannot hold it.
         return ["str", value] if isinstance(value, str) else None
+    if type(node) is cst.Lambda:
+        body = _enc(node.body, d)
+        return ["lam", body] if body is not None else None
     if type(node) is cst.NamedExpr:
         return _enc(node.value, depth)
     if type(node) is cst.Await:
@@ -178,6 +183,8 @@ _LIBRARY_METHODS = frozenset({
     "flip", "repeat_interleave", "square", "einsum", "append", "extend", "items", "keys", "values", "join",
     "format", "strip", "startswith", "endswith", "replace", "lower", "upper",
 })
+# Container methods that add to the container (the last argument is what it then holds).
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
 _LEAVES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis})
 
 
@@ -209,6 +216,20 @@ class _FunctionWalker:
         elif (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
               and target.value.value == self.self_name and self.self_name is not None and value != ["?"]):
             self.record_attr(target.attr.value, value)
+        elif isinstance(target, cst.Subscript) and value != ["?"]:
+            # `impls["paged"] = paged_attention`, `self.layers[i] = Layer()`: the container holds
+            # the value (as a dict's value or a list's element: indexing and iterating both see it).
+            key = _enc(target.slice[0].slice.value) if len(target.slice) == 1 and isinstance(
+                target.slice[0].slice, cst.Index) else None
+            self._holds(target.value, ["u", [["d", [key], [value]], ["l", [value]]]])
+
+    def _holds(self, container: cst.BaseExpression, value: list) -> None:
+        """`container` (a local or `self.attr`) also holds `value` (a container literal)."""
+        if isinstance(container, cst.Name):
+            self.bind(container, value)
+        elif (isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name)
+              and container.value.value == self.self_name and self.self_name is not None):
+            self.record_attr(container.attr.value, value)
 
     # The walk names the fields it enters: libcst's generic `.children` rebuilds every node
     # through a visitor, which costs more than everything else here together.
@@ -367,6 +388,12 @@ class _FunctionWalker:
 
     def _call(self, node: cst.Call) -> None:
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value in _MUTATORS and node.args:
+            # `layers.append(Layer(i))`, `self.blocks.extend(blocks)`: what the container holds.
+            item = node.args[-1].value
+            held = _enc(item)
+            if held is not None:
+                self._holds(func.value, ["l", [["star", held] if func.attr.value == "extend" else held]])
         if (type(func) is cst.Attribute and func.attr.value in _LIBRARY_METHODS
                 and not (type(func.value) is cst.Name and func.value.value == self.self_name)):
             return  # x.view(...), d.items(): a tensor's or a container's, never followed
@@ -484,6 +511,8 @@ def _module_globals(module: cst.Module) -> dict[str, list]:
                         walker.bind(small.target, ["ann", _ann(small.annotation.annotation)])
                         if small.value is not None:
                             walker.bind(small.target, _enc(small.value))
+                    elif isinstance(small, cst.Expr):
+                        walker.expr(small.value)  # `IMPLS.append(f)`, `REGISTRY.setdefault(k, f)`
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
                 stack.extend(compound_bodies(stmt))
     return walker.env
@@ -544,7 +573,7 @@ def _roots(expr: Any, out: set[str]) -> None:
     if type(expr) is not list or not expr:
         return
     tag = expr[0]
-    if tag in ("a", "i", "s", "ix", "it", "enter", "star"):
+    if tag in ("a", "i", "s", "ix", "it", "enter", "star", "lam"):
         _roots(expr[1], out)
     elif tag == "c":
         _roots(expr[1], out)

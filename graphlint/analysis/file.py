@@ -33,6 +33,7 @@ from graphlint.config import DEFAULT_MAX_FILE_SIZE
 SKIP_REASON = "they never mention torch, tensors or CUDA"
 _INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_DEFINES = re.compile(r"^\s*(?:class|def|async\s+def)\s", re.MULTILINE)
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
 # Methods that construct or describe an object rather than run a step.
 NOT_PER_STEP = frozenset({
@@ -257,6 +258,27 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
                                                      f"{sys.getrecursionlimit()} levels of recursion)"))
 
 
+def _call_facts_only(path: str, text: str) -> FileAnalysis | None:
+    """The call graph's facts of a file no rule reads (it never mentions torch), without the
+    rules' inference; None when it does not parse (it stays skipped, as before: a file that
+    never mentions torch is not graphlint's to judge)."""
+    if bracket_depth(text)[0] > MAX_BRACKET_DEPTH:
+        return None
+    try:
+        module = cst.parse_module(text)
+    except (cst.ParserSyntaxError, ValueError, RecursionError):
+        return None
+    imports = collect_imports(module)
+    facts = ModuleFacts(module, imports)
+    functions = enumerate_functions(module)
+    result = FileAnalysis(path)
+    result.functions = [{"qualname": info.qualname, "line": 0, "marker": info.marker, "class": info.class_name}
+                        for info in functions]
+    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
+    result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
+    return result
+
+
 def too_large(size: int, max_size: int) -> str:
     return f"larger than max-file-size ({size:,} > {max_size:,} bytes)"
 
@@ -271,6 +293,12 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     result = FileAnalysis(path)
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
     if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
+        # No rule has anything to find here, but the call graph may pass through it: a container
+        # class of the engine's own, a config object, a plain-class layer holding its weights.
+        if call_graph and _DEFINES.search(text):
+            facts_only = _call_facts_only(path, text)
+            if facts_only is not None:
+                return facts_only
         result.skipped = True
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.summaries reads these names).

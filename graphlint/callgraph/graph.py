@@ -54,6 +54,9 @@ class CallGraph:
     external_calls: int = 0  # calls into libraries (torch, the standard library), not listed
     fallback: bool = False  # nn.Module forwards were roots (no capture site, or one unresolved)
     warmed_up: list[tuple[str, str]] = field(default_factory=list)  # capture functions warmed by a caller
+    # Capture sites whose region could not be followed to its end: {path, function, line,
+    # message, reason, calls}, reported as GL905 and making the audit INCOMPLETE.
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _text(expr: Any) -> str:
@@ -136,11 +139,13 @@ _SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin
                "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
 
 
-def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool]:
+def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool, list]:
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
-    could not be resolved) from the capture sites in the linted code."""
+    could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
+    from the capture sites in the linted code."""
     roots: list[tuple[tuple, str]] = []
     orchestration: dict[tuple[str, str], str] = {}
+    sites: list[tuple] = []
     blind = False
     for key, function in project.functions.items():
         owner = (key[0], function["class"]) if function["class"] else None
@@ -150,27 +155,63 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
             if kind == "compile-decorator":
                 roots.append(((FN, key, owner), reason))
+                sites.append((key, line, reason, [(FN, key, owner)], []))
                 continue
             orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
+            site_roots: list[tuple] = []
+            missing: list[str] = []
             for expr in callees:
                 values = project.eval(expr, scope)
                 targets = project.call_targets(values)
                 if not targets and type(expr) is str:
                     # `f = torch.compile(f, ...)` rebinds the name: the function is the module's.
-                    values = project.eval(expr, (key[0], None, None))
-                    targets = project.call_targets(values)
+                    targets = project.call_targets(project.eval(expr, (key[0], None, None)))
+                if not targets and _is_parameter(project, key, expr):
+                    # The step handed to the capturing function (`capture(self.forward_decode, ...)`):
+                    # what its callers pass.
+                    targets = _passed_callables(project, key)
                 if targets:
-                    roots.extend((target, reason) for target in targets)
-                elif any(v[0] in (DYN, PEXT, INST) for v in values):
+                    site_roots.extend(targets)
+                elif not values or any(v[0] != EXT for v in values):
                     blind = True
                     text = _text(expr)
+                    missing.append(text)
                     unresolved.setdefault((key, text), {
                         "path": key[0], "caller": names.get(key, key[1]), "call": text,
                         "reason": f"the callee of the capture site at {where} cannot be resolved; "
                                   f"every nn.Module forward is checked instead"})
+            roots.extend((target, reason) for target in site_roots)
+            sites.append((key, line, reason, site_roots, missing))
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
-    return roots, orchestration, blind
+    return roots, orchestration, blind, sites
+
+
+def _is_parameter(project: Project, key: tuple[str, str], expr: Any) -> bool:
+    name = expr if type(expr) is str else None
+    return name is not None and any(p.lstrip("*") == name for p, _ in project.functions[key]["params"])
+
+
+def _passed_callables(project: Project, key: tuple[str, str]) -> list[tuple]:
+    """Functions passed as arguments at the call sites of `key` (a capturing function that
+    takes the step as a parameter). Calls are matched by name first, then resolved."""
+    short = key[1].rsplit(".", 1)[-1]
+    found: list[tuple] = []
+    for caller, function in project.functions.items():
+        owner = (caller[0], function["class"]) if function["class"] else None
+        scope = (caller[0], caller[1], owner)
+        for call in function["calls"]:
+            if _last_name(call[1]) != short:
+                continue
+            if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:
+                continue
+            args = list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]
+            for arg in args:
+                if type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a"):
+                    for value in project.eval(arg, scope):
+                        if value[0] in (FN, INST):
+                            found.extend(project.call_targets(frozenset({value})))
+    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
 
 
 def _is_module(project: Project, cls: tuple[str, str]) -> bool:
@@ -244,14 +285,14 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph = CallGraph()
     names = graph.names = _display_names(project)
     unresolved: dict[tuple, dict] = {}
-    sites, orchestration, blind = _capture_roots(project, unresolved, names)
-    has_sites = any(project.functions[key].get("captures") for key in project.functions)
+    site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
+    has_sites = bool(sites)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
-    roots = entries + sites + fallback
+    roots = entries + site_roots + fallback
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
-    nothing_found = not sites and not fallback and not orchestration
+    nothing_found = not site_roots and not fallback and not orchestration
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}
@@ -341,9 +382,45 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
                     graph.placements[key] = Placement(UNREACHED, (), "not reached from a capture site, an entry "
                                                       "point or an nn.Module forward")
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
+    graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback))
     graph.fallback = bool(fallback)
     graph.warmed_up = _warmed_by_caller(project)
     return graph
+
+
+def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, names: dict,
+                      fallback: bool) -> list[dict[str, Any]]:
+    """The capture sites whose region graphlint could not follow: the callee itself unknown, or
+    a function of the region calling what could not be resolved (one record per site)."""
+    out: list[dict[str, Any]] = []
+    by_caller: dict[tuple[str, str], list[str]] = {}
+    for caller, text in unresolved:
+        by_caller.setdefault(caller, []).append(text)
+    for key, line, reason, site_roots, missing in sites:
+        seen: set[tuple[str, str]] = set()
+        stack = [target[1] for target in site_roots]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(graph.edges.get(node, ()))
+        beyond = sorted({f"{names.get(caller, caller[1])}: {text}" for caller in seen
+                         for text in by_caller.get(caller, ())})
+        if not missing and not beyond:
+            continue
+        if missing:
+            instead = "every nn.Module forward was checked in its place" if fallback else \
+                "no nn.Module forward was found to check in its place"
+            message = (f"the callee of this capture, `{', '.join(missing)}`, cannot be resolved: what it runs is "
+                       f"not checked ({instead})")
+        else:
+            shown = "; ".join(beyond[:3]) + (f"; and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+            message = (f"the captured region calls {len(beyond)} call(s) graphlint could not follow ({shown}): "
+                       f"what they run is not checked")
+        out.append({"path": key[0], "function": key[1], "line": line, "message": message, "reason": reason,
+                    "calls": missing + beyond, "callee_unresolved": bool(missing)})
+    return sorted(out, key=lambda item: (item["path"], item["line"], item["function"]))
 
 
 def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str, str], Placement]:

@@ -9,6 +9,7 @@ A value is a tuple whose first item is its tag:
   (EXT, dotted)   a library object (torch, the standard library): calls into it are not listed
   (PEXT, dotted)  from a project module that is not among the linted files
   (DYN, why)      not known statically (an unannotated parameter, a computed value)
+  (LAMBDA, body, scope)  a lambda: calling it evaluates its body where it was defined
 where a class or function is (path, qualname).
 """
 from __future__ import annotations
@@ -18,13 +19,17 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph.regions import module_name
 
 INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
 LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"
 EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project outside the lint, unknown
+LAMBDA = "lambda"  # (LAMBDA, body, defining scope): calling it gives the body's value
 
 _EMPTY: frozenset = frozenset()
+# A class built in more places than this says little about what one instance holds.
+_MAX_CONSTRUCTOR_SITES = 8
 _BUILTINS = frozenset(dir(builtins))
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
                          "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
@@ -33,6 +38,10 @@ _DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDi
 _WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
 _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
+# nn.Module methods that return the module (`Model(cfg).to(device).eval()`) and library calls
+# whose result runs the callable they wrap (`torch.compile(model)`): graphlint/data/call_graph.toml.
+RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
+WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 
 
 def _freeze(value: Any) -> Any:
@@ -166,6 +175,7 @@ class Project:
         self._active: set[tuple] = set()
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
+        self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -224,6 +234,8 @@ class Project:
             return self.element(self.eval(expr[1], scope))
         if tag == "?":
             return {(DYN, "a computed value")}
+        if tag == "lam":
+            return {(LAMBDA, expr[1], scope)}
         return _EMPTY
 
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:
@@ -261,7 +273,8 @@ class Project:
                 elif annotation is not None:
                     found |= self.annotation(annotation, (path, qualname, self_class))
                 else:
-                    found.add((DYN, f"parameter `{name}`"))
+                    passed = self.constructor_arguments(path, qualname, index, param)
+                    found |= passed if passed else {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:
                 bound = True
@@ -275,6 +288,46 @@ class Project:
                 return found
             qualname = qualname.rsplit(".", 1)[0] if "." in qualname else None
         return self.module_name_value(path, name)
+
+    def constructor_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
+        """What the call sites of a class pass to a parameter of its `__init__` (`LayerStack(layers)`:
+        the container holds what its constructor was given). Only for `__init__`, where an
+        instance's attributes come from; at most a few call sites, else nothing."""
+        if not qualname.endswith(".__init__") or param.startswith("*"):
+            return set()
+        cls = (path, qualname[: -len(".__init__")])
+        if cls not in self.classes:
+            return set()
+        sites = self._constructor_sites().get(cls[1].rsplit(".", 1)[-1], ())
+        out: set = set()
+        matched = 0
+        for call, scope in sites:
+            if cls not in {v[1] for v in self.eval(call[1], scope) if v[0] == CLS}:
+                continue
+            matched += 1
+            if matched > _MAX_CONSTRUCTOR_SITES:
+                return set()
+            args = call[2] if len(call) > 2 else ()
+            kwargs = dict(call[3]) if len(call) > 3 else {}
+            if param in kwargs:
+                out |= self.eval(kwargs[param], scope)
+            elif 0 < index <= len(args) and not any(type(a) is tuple and a[:1] == ("star",) for a in args[:index]):
+                out |= self._arg(args, index - 1, scope)  # index 0 is `self`
+        return out
+
+    def _constructor_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
+        """Calls whose callee's last name is a linted class's name, by that name (built once)."""
+        if self._sites is None:
+            names = {cls[1].rsplit(".", 1)[-1] for cls in self.classes}
+            self._sites = {}
+            for key, function in self.functions.items():
+                owner = (key[0], function["class"]) if function["class"] else None
+                for call in function["calls"]:
+                    callee = call[1]
+                    last = callee if type(callee) is str else callee[2] if type(callee) is tuple and callee[:1] == ("a",) else ""
+                    if last in names and len(call) > 2:
+                        self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
+        return self._sites
 
     def module_name_value(self, path: str, name: str) -> set:
         if (path, name) in self.classes:
@@ -399,6 +452,10 @@ class Project:
         self._mro[cls] = (order, outside)
         return order, outside
 
+    def defines(self, cls: tuple[str, str], method: str) -> bool:
+        """Whether a linted class of `cls`'s MRO defines `method`."""
+        return any(method in self.classes[owner]["methods"] for owner in self.mro(cls)[0])
+
     def subclasses(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
         """The linted classes that derive from `cls` (directly or not)."""
         if self._subclasses is None:
@@ -484,7 +541,21 @@ class Project:
                 out.add((tag, _join(value[1], "[]")))
             elif tag == DYN:
                 out.add(value)
+            elif tag == INST:
+                # A container class of the engine's own: what its `__iter__` gives, else what
+                # its `__getitem__` returns (Python iterates by index then).
+                out |= self.iterated(value[1])
         return out
+
+    def iterated(self, cls: tuple[str, str]) -> set:
+        if self.defines(cls, "__iter__"):
+            out: set = set()
+            for returned in self.returns_of(self.member(cls, "__iter__", cls)):
+                out |= self.element(frozenset({returned})) if returned[0] != INST else {returned}
+            return out
+        if self.defines(cls, "__getitem__"):
+            return self.returns_of(self.member(cls, "__getitem__", cls))
+        return set()
 
     def index(self, values: frozenset, position: int | None) -> set:
         out: set = set()
@@ -555,6 +626,12 @@ class Project:
         args = expr[2] if len(expr) > 2 else ()
         kwargs = dict(expr[3]) if len(expr) > 3 else {}
         out: set = set()
+        callee = expr[1]
+        if type(callee) is tuple and callee[0] == "a" and callee[2] in RETURNS_RECEIVER:
+            # `Model(cfg).to(device)`: a module method the linted class does not override
+            # returns the module itself.
+            out.update(value for value in self.eval(callee[1], scope)
+                       if value[0] == INST and not self.defines(value[1], callee[2]))
         for value in func:
             tag = value[0]
             if tag == FN:
@@ -573,6 +650,8 @@ class Project:
                 out.add((PEXT, _join(value[1], "()")))
             elif tag == DYN:
                 out.add((DYN, f"the result of {value[1]}"[:120]))
+            elif tag == LAMBDA:
+                out |= self.eval(value[1], value[2])
         return out
 
     def _arg(self, args: Sequence, index: int, scope: tuple) -> frozenset:
@@ -659,6 +738,9 @@ class Project:
             return {(LIST, frozenset(items))}
         if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
             return set(self._arg(args, 0, scope))  # calling a partial calls its function
+        if dotted in WRAPS_CALLABLE:
+            # `torch.compile(model)`: the compiled module runs the model's forward.
+            return set(self._arg(args, 0, scope)) or {(EXT, _join(dotted, "()"))}
         return {(EXT, _join(dotted, "()"))}
 
 

@@ -43,12 +43,17 @@ def _resolve_code(token: str) -> str | None:
 
 
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
-             placements: dict | None = None, warmed_up: set | frozenset = frozenset()) -> list[Finding]:
+             placements: dict | None = None, warmed_up: set | frozenset = frozenset(),
+             incomplete: Sequence[dict[str, Any]] = ()) -> list[Finding]:
     """Turn per-file analyses into report findings under the config (pure and ordered).
-    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510)."""
+    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510).
+    `incomplete`: capture sites whose region the call graph could not follow (GL905)."""
     if placements is None:
         placements = default_placements(files, config.host, config.eager)
     findings: list[Finding] = []
+    incomplete_by_path: dict[str, list[dict[str, Any]]] = {}
+    for site in incomplete:
+        incomplete_by_path.setdefault(site["path"], []).append(site)
     for file in files:
         path = file["path"]
         file_ignores = [code for pattern, codes in config.per_file_ignores.items()
@@ -64,6 +69,12 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                           "statement_line": error["line"],
                                           "message": f"{BY_CODE[code].message}: {error['message']}",
                                           "fix": BY_CODE[code].fix, "region": "module", "reached_via": ()}))
+        for site in incomplete_by_path.get(path, ()):
+            candidates.append((None, {"rule": "GL905", "function": site["function"], "line": site["line"],
+                                      "col": site.get("col", 1), "end_line": site["line"],
+                                      "end_col": site.get("col", 1), "statement_line": site["line"],
+                                      "message": site["message"], "fix": BY_CODE["GL905"].fix, "region": "host",
+                                      "reached_via": (), "region_reason": site.get("reason", "")}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
