@@ -258,27 +258,6 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
                                                      f"{sys.getrecursionlimit()} levels of recursion)"))
 
 
-def _call_facts_only(path: str, text: str) -> FileAnalysis | None:
-    """The call graph's facts of a file no rule reads (it never mentions torch), without the
-    rules' inference; None when it does not parse (it stays skipped, as before: a file that
-    never mentions torch is not graphlint's to judge)."""
-    if bracket_depth(text)[0] > MAX_BRACKET_DEPTH:
-        return None
-    try:
-        module = cst.parse_module(text)
-    except (cst.ParserSyntaxError, ValueError, RecursionError):
-        return None
-    imports = collect_imports(module)
-    facts = ModuleFacts(module, imports)
-    functions = enumerate_functions(module)
-    result = FileAnalysis(path)
-    result.functions = [{"qualname": info.qualname, "line": 0, "marker": info.marker, "class": info.class_name}
-                        for info in functions]
-    result.extra["calls"] = callgraph_facts(module, imports, functions, facts)
-    result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
-    return result
-
-
 def too_large(size: int, max_size: int) -> str:
     return f"larger than max-file-size ({size:,} > {max_size:,} bytes)"
 
@@ -292,19 +271,20 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
              call_graph: bool) -> FileAnalysis:
     result = FileAnalysis(path)
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
-    if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
-        # No rule has anything to find here, but the call graph may pass through it: a container
-        # class of the engine's own, a config object, a plain-class layer holding its weights.
-        if call_graph and _DEFINES.search(text):
-            facts_only = _call_facts_only(path, text)
-            if facts_only is not None:
-                return facts_only
+    # A file that never mentions torch is still analysed when it defines functions or classes:
+    # the call graph may pass through it (a container class of the engine's own, a plain-class
+    # layer, a helper a forward hands a device value to).
+    quiet = not force and not _INTERESTING.search(text)
+    if quiet and not (path.endswith("__init__.py") and "import" in text) and not _DEFINES.search(text):
         result.skipped = True
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.summaries reads these names).
         result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
         return result
     depth, depth_line = bracket_depth(text)
+    if depth > MAX_BRACKET_DEPTH and quiet:
+        result.skipped = True
+        return result
     if depth > MAX_BRACKET_DEPTH:
         # CPython refuses this too; libcst's native parser would overflow its stack on it.
         result.parse_error = {"line": depth_line or 1, "col": 1,
@@ -313,14 +293,18 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         return result
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
-                              "message": str(error).splitlines()[0] if str(error) else "syntax error"}
-        if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
-            result.parse_error.update(_tokenizer_position(text))
-        return result
-    except ValueError as error:
-        result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
+    except (cst.ParserSyntaxError, ValueError) as error:
+        if quiet:
+            # A file that never mentions torch is not graphlint's to judge: it stays unparsed.
+            result.skipped = True
+            result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
+        elif isinstance(error, cst.ParserSyntaxError):
+            result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
+                                  "message": str(error).splitlines()[0] if str(error) else "syntax error"}
+            if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
+                result.parse_error.update(_tokenizer_position(text))
+        else:
+            result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
         return result
     imports = collect_imports(module)
     facts = ModuleFacts(module, imports)
