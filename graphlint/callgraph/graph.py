@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -298,13 +299,17 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     reasons: dict[tuple[str, str], str] = {}
     parent: dict[tuple[str, str], tuple[str, str] | None] = {}
     seen_contexts: set[tuple] = set()
+    candidate_edges: dict[tuple[str, str], str] = {}  # function -> the call it is a candidate of
     eager_seeds: list[tuple] = []
 
     def chain(key: tuple[str, str]) -> tuple[str, ...]:
         out: list[str] = []
         node: tuple[str, str] | None = key
         while node is not None and len(out) < 64:
-            out.append(names.get(node, node[1]))
+            name = names.get(node, node[1])
+            via_call = candidate_edges.get(node)
+            # Reached as one of a few same-named methods of a receiver of unknown type: said so.
+            out.append(f"{name} [candidate for `{via_call}`]" if via_call else name)
             node = parent.get(node)
         return tuple(reversed(out))
 
@@ -344,7 +349,11 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             scope = (key[0], key[1], self_class)
             callees = graph.edges.setdefault(key, [])
             for call in project.functions[key]["calls"]:
-                for callee in _callees(project, call, scope, key, names, unresolved, graph):
+                targets, candidates = _callees(project, call, scope, key, names, unresolved, graph)
+                for callee in candidates:
+                    if callee[1] not in region:
+                        candidate_edges.setdefault(callee[1], _text(call[1]))
+                for callee in targets + candidates:
                     if callee[1] not in callees:
                         callees.append(callee[1])
                     reach(callee, mode, key, reason, queue)
@@ -469,31 +478,31 @@ def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
 
 
 def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str], names: dict,
-             unresolved: dict, graph: CallGraph) -> list[tuple]:
+             unresolved: dict, graph: CallGraph) -> tuple[list[tuple], list[tuple]]:
+    """(the functions a call runs, the candidates: same-named methods a call on a receiver of
+    unknown type may run); what cannot be resolved goes to `unresolved` with the reason."""
     func_expr = call[1]
     values = project.eval(func_expr, scope)
     targets = project.call_targets(values)
     reasons: list[str] = []
+    candidates: list[tuple] = []
     for value in values:
         tag = value[0]
+        unknown: tuple | None = None
         if tag == PEXT:
             receiver = value[1][: -len(func_expr[2]) - 1] if type(func_expr) is tuple and func_expr[0] == "a" and value[1].endswith(
                 "." + func_expr[2]) else ""
             if receiver and receiver not in project.pext_roots:
                 # A method of a value derived outside the lint (attn_output.reshape, w.wo_a.view):
                 # most likely a tensor; listed only when a linted class has a method of that name.
-                reason = _dynamic_reason(project, func_expr, (DYN, f"a value computed by `{receiver}`"), scope)
-                if reason:
-                    reasons.append(reason)
+                unknown = (DYN, f"a value computed by `{receiver}`")
             elif value[1] in project.skipped_hint:
                 reasons.append(f"`{value[1]}` is outside the linted files, or re-exported by "
                                f"{project.skipped_hint[value[1]]}, which graphlint skipped (it never mentions torch)")
             else:
                 reasons.append(f"`{value[1]}` is outside the linted files")
         elif tag == DYN:
-            reason = _dynamic_reason(project, func_expr, value, scope)
-            if reason:
-                reasons.append(reason)
+            unknown = value
         elif tag == EXT:
             graph.external_calls += 1
         elif tag == INST and not targets:
@@ -502,6 +511,14 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
                 reasons.append(f"{value[1][1]} inherits its forward from {outside[0]}, outside the linted files")
             elif not project.mro(value[1])[1]:
                 reasons.append(f"an instance of {value[1][1]}, which defines neither forward nor __call__")
+        if unknown is not None:
+            found = _candidates(project, func_expr)
+            if found:
+                candidates.extend(t for t in found if t not in candidates)
+            else:
+                reason = _dynamic_reason(project, func_expr, unknown, scope)
+                if reason:
+                    reasons.append(reason)
     # Functions passed as arguments are assumed to be called (callbacks, functools.partial).
     for arg in list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]:
         if type(arg) is str or (type(arg) is tuple and arg[0] == "a"):
@@ -513,9 +530,37 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
         entry = unresolved.setdefault((caller, text), {
             "path": caller[0], "caller": names.get(caller, caller[1]), "call": text, "reason": ""})
         entry["reason"] = "; ".join(sorted(set(reasons) | ({entry["reason"]} if entry["reason"] else set())))
-    return targets
+    return targets, [c for c in candidates if c not in targets]
 
 
+# At most this many linted classes may define a method for a call on an unknown receiver to
+# reach them all (graphlint/data/call_graph.toml says why).
+_MAX_CANDIDATES = catalog.call_graph("candidates", "max_classes")
+
+
+def _candidates(project: Project, func_expr: Any) -> list[tuple]:
+    """Every linted method named as the call's attribute, when only a few classes define it
+    (`self.attn_backend.forward_decode(...)` on a backend chosen at run time). Tensor methods
+    that modules share (`to`, `float`) and dunders say nothing of the receiver's type."""
+    if not (type(func_expr) is tuple and func_expr[0] == "a"):
+        return []
+    method = func_expr[2]
+    if method in _TENSOR_METHODS or method.startswith("__"):
+        return []
+    owners = project.method_names.get(method, ())
+    if not owners or len(owners) > _MAX_CANDIDATES:
+        return []
+    found: list[tuple] = []
+    for qualified in owners:
+        owner, _, _ = qualified.rpartition(".")
+        for cls in project.classes:
+            if cls[1] == owner and method in project.classes[cls]["methods"]:
+                key = (cls[0], qualified)
+                if key in project.functions:
+                    decorators = project.functions[key]["decorators"]
+                    if "property" not in decorators and "cached_property" not in decorators:
+                        found.append((FN, key, cls))
+    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
 def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tuple) -> str | None:
     """Why a call of an unknown value is unresolved, or None when it is most likely a library
     method on an unannotated value (`x.float()` on a tensor parameter): those are not listed
