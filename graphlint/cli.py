@@ -212,9 +212,14 @@ def _static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...
     try:
         if stdin_source is not None:
             tasks, changed = _stdin_tasks(stdin_source, config, project, force_exclude)
-        elif paths and config.entry_points and diff_rev is None:
-            changed = [rel for rel, _ in collect_tasks(paths, config, force_exclude=force_exclude)]
-            analysed = [*project, *paths]
+        elif paths and diff_rev is None:
+            # Regions belong to the project: the named files are reported, the project analysed.
+            from graphlint.engine.run import check_in_project
+            from graphlint.views.progress import static_progress
+
+            with static_progress(quiet) as progress:
+                return paths, check_in_project(paths, config, select, ignore, jobs=jobs, cache_dir=cache_folder,
+                                               force_exclude=force_exclude, progress=progress)
         if diff_rev is not None:
             from graphlint.gating import diff
             from graphlint.discovery import relative_posix
@@ -272,7 +277,8 @@ def _stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
     atexit.register(os.unlink, tmp)
-    tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.entry_points else []
+    # The project gives the source its regions, as it gives a named file its own.
+    tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.source else []
     return [*tasks, (rel, tmp)], [rel]
 
 

@@ -81,3 +81,64 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
         result.extra["skipped"] = problems
     result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
     return result
+
+
+def project_paths(config: Config) -> list[str]:
+    """The project a config describes: its `paths`, else the folder it lives in; none without a
+    config file (then the files named are the project)."""
+    if config.source is None:
+        return []
+    return [str(config.root / p) for p in config.paths] or [str(config.root)]
+
+
+def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (),
+                     ignore: Sequence[str] = (), jobs: int | None = None, cache_dir: Path | None = None,
+                     force_exclude: bool = False,
+                     progress: Callable[[str, int], None] | None = None) -> StaticResult:
+    """`check` of the paths named on a command line (or staged by pre-commit), with regions and
+    facts computed over the whole project (the cache serves the files not named), reporting the
+    named files only: a file gets the same findings checked alone, staged alone or with the tree.
+
+    A file named although the config excludes it (the known-bad reference of a project) is not
+    part of the project: it is analysed on its own."""
+    project = project_paths(config)
+    if not project or not paths:
+        return check(paths or project, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress)
+    named = collect_tasks(paths, config, force_exclude=force_exclude)
+    inside_walk = {rel for rel, _ in collect_tasks(paths, config, force_exclude=True)}
+    alone = [full for rel, full in named if rel not in inside_walk]
+    together = [rel for rel, _ in named if rel in inside_walk]
+    parts: list[StaticResult] = []
+    if together:
+        tasks = _merged(collect_tasks(project, config), [(rel, full) for rel, full in named if rel in inside_walk])
+        parts.append(check(paths, config, select, ignore, jobs, cache_dir, force_exclude, tasks=tasks,
+                           progress=progress, report_only=together))
+    if alone:
+        parts.append(check(alone, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress))
+    return _combined(parts)
+
+
+def _merged(first: list[tuple[str, str]], second: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    seen = {rel for rel, _ in first}
+    return first + [task for task in second if task[0] not in seen]
+
+
+def _combined(parts: list[StaticResult]) -> StaticResult:
+    if len(parts) == 1:
+        return parts[0]
+    result = StaticResult()
+    for part in parts:
+        result.files.extend(f for f in part.files if f not in result.files)
+        result.findings.extend(part.findings)
+        result.unresolved_calls.extend(part.unresolved_calls)
+        for key, value in part.extra.items():
+            if isinstance(value, list):
+                result.extra.setdefault(key, []).extend(value)
+            elif key == "skipped_unparsed" and key in result.extra:
+                result.extra[key] = {**value, "files": result.extra[key]["files"] + value["files"]}
+            else:
+                result.extra.setdefault(key, value)
+    result.findings.sort(key=lambda f: f.sort_key())
+    result.stats = {"seconds": round(sum(part.stats.get("seconds", 0) for part in parts), 3)}
+    return result
+
