@@ -689,6 +689,10 @@ class Project:
         if name == "getattr" and len(args) >= 2 and type(args[1]) is tuple and args[1][0] == "str":
             found = self.attr(self._arg(args, 0, scope), args[1][1])
             return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
+        if name == "getattr" and args:
+            # `getattr(impls, config.backend)`: a name chosen at run time may be any of them.
+            found = self._any_attribute(self._arg(args, 0, scope))
+            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
         if name == "super":
             path, qualname, self_class = scope
             function = self.functions.get((path, qualname or ""))
@@ -699,6 +703,25 @@ class Project:
                 start = (path, function["class"])
             return {(SUPER, start, self_class or start)} if start is not None else set()
         return set()
+
+    def _any_attribute(self, values: frozenset) -> set:
+        """What `getattr(obj, name)` may give when the name is computed: every function and class
+        of a linted module, every method of a linted instance (its dunders and constructors aside)."""
+        out: set = set()
+        for value in values:
+            if value[0] == MOD:
+                path = self.modules[value[1]]
+                out.update((FN, key, None) for key in self.functions
+                           if key[0] == path and "." not in key[1])
+                out.update((CLS, key) for key in self.classes if key[0] == path and "." not in key[1])
+            elif value[0] == INST:
+                for owner in self.mro(value[1])[0]:
+                    for method in self.classes[owner]["methods"]:
+                        if not method.startswith("__"):
+                            out |= {v for v in self.member(value[1], method, value[1]) if v[0] == FN}
+            elif value[0] in (EXT, PEXT, DYN):
+                out.add((DYN, "an attribute chosen at run time"))
+        return out
 
     def _container_call(self, method: str, container: tuple) -> set:
         tag = container[0]
