@@ -599,15 +599,15 @@ def _text_name(expr: Any) -> str:
 
 
 def _drop_plain_arguments(function: dict[str, Any]) -> None:
-    """A call's name-like arguments stay only when they may hold a function: not a parameter
-    (a callback through a parameter cannot be resolved anyway), not a local bound only to
-    computed values."""
-    params = {p if type(p) is str else p[0] for p in function["params"]}
+    """A call's name-like arguments stay only when they may hold a function: not a local bound
+    only to computed values."""
     env = function.get("env", {})
     for call in function["calls"]:
         if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
+            # A parameter stays: a step handed on to the function that captures it
+            # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
             kept = [arg for arg in call[2] if not (type(arg) is str and (
-                arg in params or (arg in env and not any(_is_reference(e) for e in env[arg]))))]
+                arg in env and not any(_is_reference(e) for e in env[arg])))]
             if kept:
                 call[2] = kept
             else:

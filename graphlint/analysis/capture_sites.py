@@ -31,7 +31,7 @@ LAZY_INIT = "lazy-init"
 PREFILL_ONLY = "prefill-only"
 # Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
 # (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
-_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling"})
+_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling", "is_extend"})  # SGLang's ForwardMode.is_extend()
 _DECODE_FLAGS = frozenset({"is_decoding", "is_decode"})
 
 
@@ -181,6 +181,30 @@ def _assigned(body: cst.CSTNode, target_text: str) -> bool:
     return False
 
 
+def _step_flag(node: cst.BaseExpression) -> str | None:
+    """"prefill" or "decode" for a step flag: `state.is_prefill`, `mode.is_decode()`."""
+    if isinstance(node, cst.Call) and not node.args:
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in _PREFILL_FLAGS:
+            return "prefill"
+        if node.attr.value in _DECODE_FLAGS:
+            return "decode"
+    return None
+
+
+def _negated_flag(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _step_flag(node.expression)
+    return None
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
 def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
     """(kind, negated) for an `if` test that selects one-time code: kind is TRAINING_ONLY or
     LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`).
@@ -190,13 +214,15 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         return TRAINING_ONLY, False
     flag, negated = (test.expression, True) if (
         isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
-    if isinstance(flag, cst.Attribute) and flag.attr.value in _PREFILL_FLAGS:
-        return PREFILL_ONLY, negated
-    if isinstance(flag, cst.Attribute) and flag.attr.value in _DECODE_FLAGS:
-        return PREFILL_ONLY, not negated
+    step_kind = _step_flag(flag)
+    if step_kind is not None:
+        return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
+        # `if state.is_prefill and state.is_token_healing:` runs only when both hold.
+        if any(_step_flag(part) == "prefill" or _negated_flag(part) == "decode" for part in _conjuncts(test)):
+            return PREFILL_ONLY, False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if _is_self_training(inner):

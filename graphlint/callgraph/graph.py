@@ -193,9 +193,11 @@ def _is_parameter(project: Project, key: tuple[str, str], expr: Any) -> bool:
     return name is not None and any(p.lstrip("*") == name for p, _ in project.functions[key]["params"])
 
 
-def _passed_callables(project: Project, key: tuple[str, str]) -> list[tuple]:
-    """Functions passed as arguments at the call sites of `key` (a capturing function that
-    takes the step as a parameter). Calls are matched by name first, then resolved."""
+def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) -> list[tuple]:
+    """What the call sites of `key` (a capturing function that takes the step as a parameter)
+    pass as arguments: functions, modules, instances. A caller that passes one of its own
+    parameters on is followed to its callers in turn (a few levels). Calls are matched by name
+    first, then resolved."""
     short = key[1].rsplit(".", 1)[-1]
     found: list[tuple] = []
     for caller, function in project.functions.items():
@@ -208,11 +210,21 @@ def _passed_callables(project: Project, key: tuple[str, str]) -> list[tuple]:
                 continue
             args = list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]
             for arg in args:
-                if type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a"):
-                    for value in project.eval(arg, scope):
-                        if value[0] in (FN, INST):
-                            found.extend(project.call_targets(frozenset({value})))
+                if type(arg) is tuple and arg[:1] == ("star",):
+                    arg = arg[1]
+                if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
+                    continue
+                if depth < _MAX_PASS_DEPTH and caller != key and _is_parameter(project, caller, arg):
+                    found.extend(_passed_callables(project, caller, depth + 1))
+                    continue
+                for value in project.eval(arg, scope):
+                    if value[0] in (FN, INST):
+                        found.extend(project.call_targets(frozenset({value})))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+
+
+# How many callers up a step handed from parameter to parameter is followed.
+_MAX_PASS_DEPTH = 3
 
 
 def _is_module(project: Project, cls: tuple[str, str]) -> bool:
@@ -511,6 +523,8 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
                 reasons.append(f"{value[1][1]} inherits its forward from {outside[0]}, outside the linted files")
             elif not project.mro(value[1])[1]:
                 reasons.append(f"an instance of {value[1][1]}, which defines neither forward nor __call__")
+        if unknown is not None and targets:
+            continue  # resolved, with an unknown value besides (an over-approximation): not listed
         if unknown is not None:
             found = _candidates(project, func_expr)
             if found:

@@ -28,6 +28,8 @@ EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project ou
 LAMBDA = "lambda"  # (LAMBDA, body, defining scope): calling it gives the body's value
 
 _EMPTY: frozenset = frozenset()
+# A base with more subclasses than this says little about what `self` holds.
+_MAX_SUBCLASSES = 8
 # A class built in more places than this says little about what one instance holds.
 _MAX_CONSTRUCTOR_SITES = 8
 _BUILTINS = frozenset(dir(builtins))
@@ -492,6 +494,14 @@ class Project:
             return {(base[0], f"{base[1]}.{attr}")}
         if after is not None:
             return set()
+        # A base class's method reading what only its subclasses set (`transformer_layer_infer_class
+        # = None` on the base, the class itself on each model): `self` is one of them.
+        subclasses = self.subclasses(cls)
+        if subclasses and len(subclasses) <= _MAX_SUBCLASSES:
+            for sub in subclasses:
+                found |= {v for v in self.member(sub, attr, sub) if v[0] != DYN}
+            if found:
+                return found
         return {(DYN, f"`{attr}`, which {cls[1]} does not define")}
 
     def attr(self, values: frozenset, attr: str) -> set:
@@ -509,6 +519,8 @@ class Project:
             elif tag in (LIST, TUPLE, DICT):
                 if attr in _CONTAINER_METHODS:
                     out.add((BOUND, attr, value))
+                elif tag == DICT:
+                    out |= value[2]  # a ModuleDict's entries are its attributes (`self.transformer.h`)
             elif tag in (EXT, PEXT):
                 out.add((tag, _join(value[1], attr)))
             elif tag == DYN:
