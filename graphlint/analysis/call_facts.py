@@ -402,7 +402,15 @@ class _FunctionWalker:
             return
         if len(encoded) == 2:
             # Functions passed by name may be called (callbacks): keep name-like arguments.
-            refs = [ref for ref in (_ref(a.value) for a in node.args) if ref is not None]
+            # In their positions (None for any other argument), up to the first keyword or star:
+            # a parameter's value is then read at its call sites.
+            refs: list = []
+            for arg in node.args:
+                if arg.keyword is not None or arg.star:
+                    break
+                refs.append(_ref(arg.value))
+            while refs and refs[-1] is None:
+                refs.pop()
             if refs:
                 encoded.append(refs)
         key = repr(encoded)
@@ -606,8 +614,10 @@ def _drop_plain_arguments(function: dict[str, Any]) -> None:
         if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
             # A parameter stays: a step handed on to the function that captures it
             # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
-            kept = [arg for arg in call[2] if not (type(arg) is str and (
-                arg in env and not any(_is_reference(e) for e in env[arg])))]
+            kept = [None if type(arg) is str and arg in env and not any(_is_reference(e) for e in env[arg])
+                    else arg for arg in call[2]]
+            while kept and kept[-1] is None:
+                kept.pop()
             if kept:
                 call[2] = kept
             else:

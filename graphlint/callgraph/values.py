@@ -30,8 +30,8 @@ LAMBDA = "lambda"  # (LAMBDA, body, defining scope): calling it gives the body's
 _EMPTY: frozenset = frozenset()
 # A base with more subclasses than this says little about what `self` holds.
 _MAX_SUBCLASSES = 8
-# A class built in more places than this says little about what one instance holds.
-_MAX_CONSTRUCTOR_SITES = 8
+# A function called from more places than this says little about what one call passes.
+_MAX_CALL_SITES = 8
 _BUILTINS = frozenset(dir(builtins))
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
                          "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
@@ -178,6 +178,7 @@ class Project:
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
+        self._passing: set[tuple] = set()
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -272,11 +273,15 @@ class Project:
                     found.add((DICT, _EMPTY, frozenset({(DYN, f"keyword arguments `**{name}`")})))
                 elif param.startswith("*"):
                     found.add((LIST, frozenset({(DYN, f"positional arguments `*{name}`")})))
-                elif annotation is not None:
-                    found |= self.annotation(annotation, (path, qualname, self_class))
                 else:
-                    passed = self.constructor_arguments(path, qualname, index, param)
-                    found |= passed if passed else {(DYN, f"parameter `{name}`")}
+                    declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
+                        else set()
+                    if declared and not all(v[0] in (DYN, EXT) for v in declared):
+                        found |= declared
+                    else:
+                        # Unannotated, or `Callable` / `nn.Module`: what the call sites pass.
+                        passed = self.passed_arguments(path, qualname, index, param)
+                        found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:
                 bound = True
@@ -291,43 +296,59 @@ class Project:
             qualname = qualname.rsplit(".", 1)[0] if "." in qualname else None
         return self.module_name_value(path, name)
 
-    def constructor_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
-        """What the call sites of a class pass to a parameter of its `__init__` (`LayerStack(layers)`:
-        the container holds what its constructor was given). Only for `__init__`, where an
-        instance's attributes come from; at most a few call sites, else nothing."""
-        if not qualname.endswith(".__init__") or param.startswith("*"):
+    def passed_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
+        """What the call sites of a function pass to one of its parameters (`LayerStack(layers)`:
+        the container holds what its constructor was given; `self.capture(bs, forward)`: the
+        step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never."""
+        if param.startswith("*"):
             return set()
-        cls = (path, qualname[: -len(".__init__")])
-        if cls not in self.classes:
+        function = self.functions.get((path, qualname))
+        if function is None:
             return set()
-        sites = self._constructor_sites().get(cls[1].rsplit(".", 1)[-1], ())
+        method = function["class"] is not None and "staticmethod" not in function["decorators"]
+        if qualname.endswith(".__init__"):
+            cls = (path, qualname[: -len(".__init__")])
+            if cls not in self.classes:
+                return set()
+            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in {v[1] for v in values if v[0] == CLS}
+        else:
+            key = (path, qualname)
+            short = qualname.rsplit(".", 1)[-1]
+            matches = lambda values: key in {t[1] for t in self.call_targets(values)}  # noqa: E731
+        position = index - 1 if method else index  # a method's `self` is not passed
         out: set = set()
         matched = 0
-        for call, scope in sites:
-            if cls not in {v[1] for v in self.eval(call[1], scope) if v[0] == CLS}:
+        for call, scope in self._call_sites().get(short, ()):
+            if (call, scope[:2]) in self._passing or not matches(self.eval(call[1], scope)):
                 continue
             matched += 1
-            if matched > _MAX_CONSTRUCTOR_SITES:
+            if matched > _MAX_CALL_SITES:
                 return set()
             args = call[2] if len(call) > 2 else ()
             kwargs = dict(call[3]) if len(call) > 3 else {}
-            if param in kwargs:
-                out |= self.eval(kwargs[param], scope)
-            elif 0 < index <= len(args) and not any(type(a) is tuple and a[:1] == ("star",) for a in args[:index]):
-                out |= self._arg(args, index - 1, scope)  # index 0 is `self`
+            self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
+            try:
+                if param in kwargs:
+                    out |= self.eval(kwargs[param], scope)
+                elif 0 <= position < len(args) and not any(type(a) is tuple and a[:1] == ("star",)
+                                                           for a in args[:position + 1]):
+                    out |= self._arg(args, position, scope)
+            finally:
+                self._passing.discard((call, scope[:2]))
         return out
 
-    def _constructor_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
-        """Calls whose callee's last name is a linted class's name, by that name (built once)."""
+    def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
+        """Every call with arguments recorded, by its callee's last name (built once)."""
         if self._sites is None:
-            names = {cls[1].rsplit(".", 1)[-1] for cls in self.classes}
             self._sites = {}
             for key, function in self.functions.items():
                 owner = (key[0], function["class"]) if function["class"] else None
                 for call in function["calls"]:
+                    if len(call) < 3:
+                        continue
                     callee = call[1]
                     last = callee if type(callee) is str else callee[2] if type(callee) is tuple and callee[:1] == ("a",) else ""
-                    if last in names and len(call) > 2:
+                    if last:
                         self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
         return self._sites
 

@@ -99,28 +99,23 @@ def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequen
     facts computed over the whole project (the cache serves the files not named), reporting the
     named files only: a file gets the same findings checked alone, staged alone or with the tree.
 
-    A file named although the config excludes it (the known-bad reference of a project) is not
-    part of the project: it is analysed on its own."""
+    A file outside the project (outside its `paths`, or named although the config excludes it,
+    as the known-bad reference of a project is) is analysed with the other such files alone."""
     project = project_paths(config)
     if not project or not paths:
         return check(paths or project, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress)
     named = collect_tasks(paths, config, force_exclude=force_exclude)
-    inside_walk = {rel for rel, _ in collect_tasks(paths, config, force_exclude=True)}
-    alone = [full for rel, full in named if rel not in inside_walk]
-    together = [rel for rel, _ in named if rel in inside_walk]
+    project_tasks = collect_tasks(project, config)
+    members = {rel for rel, _ in project_tasks}
+    alone = [full for rel, full in named if rel not in members]
+    together = [rel for rel, _ in named if rel in members]
     parts: list[StaticResult] = []
     if together:
-        tasks = _merged(collect_tasks(project, config), [(rel, full) for rel, full in named if rel in inside_walk])
-        parts.append(check(paths, config, select, ignore, jobs, cache_dir, force_exclude, tasks=tasks,
+        parts.append(check(paths, config, select, ignore, jobs, cache_dir, force_exclude, tasks=project_tasks,
                            progress=progress, report_only=together))
     if alone:
         parts.append(check(alone, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress))
     return _combined(parts)
-
-
-def _merged(first: list[tuple[str, str]], second: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    seen = {rel for rel, _ in first}
-    return first + [task for task in second if task[0] not in seen]
 
 
 def _combined(parts: list[StaticResult]) -> StaticResult:
