@@ -67,6 +67,8 @@ _ARG_AWARE = frozenset({
     "list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "enumerate", "zip", "next", "dict",
     "getattr", "super", "ModuleList", "ParameterList", "Sequential", "ModuleDict", "partial", "wraps",
     "lru_cache", "cache", "islice", "chain",
+    # What a compiled, scripted or graphed callable runs (graphlint/data/call_graph.toml).
+    "compile", "script", "trace", "make_graphed_callables", "optimize",
 })
 
 
@@ -198,6 +200,7 @@ class _FunctionWalker:
         self.calls: list = []
         self._seen_calls: set[str] = set()
         self.returns: list = []
+        self.yields: list = []  # what a generator yields (a context manager's `as` value)
         self.one_time = False
 
     def bind(self, target: cst.BaseExpression, value: list | None) -> None:
@@ -383,6 +386,10 @@ class _FunctionWalker:
                 stack.extend(p.expression for p in node.parts if type(p) is cst.FormattedStringExpression)
             elif kind in (cst.Yield,):
                 stack.append(node.value if not isinstance(node.value, cst.From) else node.value.item)
+                if node.value is not None and not isinstance(node.value, cst.From):
+                    encoded = _enc(node.value)
+                    if encoded is not None and len(self.yields) < _MAX_RETURNS:
+                        self.yields.append(encoded)
             else:
                 stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
 
@@ -434,7 +441,10 @@ def _decorators(node: cst.FunctionDef) -> list[str]:
     names = []
     for decorator in node.decorators:
         name = dotted(decorator.decorator)
-        if name in ("staticmethod", "classmethod", "property", "functools.cached_property", "cached_property"):
+        if name in ("contextlib.contextmanager", "contextlib.asynccontextmanager"):
+            name = "contextmanager"  # `with f(...) as v`: v is what f yields
+        if name in ("staticmethod", "classmethod", "property", "functools.cached_property", "cached_property",
+                    "contextmanager", "asynccontextmanager"):
             names.append(name.rsplit(".", 1)[-1])
     return names
 
@@ -563,6 +573,8 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
             entry["returns_ann"] = _ann(node.returns.annotation)
         if walker.returns:
             entry["returns"] = walker.returns
+        if walker.yields:
+            entry["yields"] = walker.yields
         out_functions[qualname] = entry
     _drop_unused_locals(out_functions, classes)
     return {
@@ -607,14 +619,14 @@ def _text_name(expr: Any) -> str:
 
 
 def _drop_plain_arguments(function: dict[str, Any]) -> None:
-    """A call's name-like arguments stay only when they may hold a function: not a local bound
-    only to computed values."""
+    """A call's name-like arguments stay only when they may hold a function, a module or a
+    container: not a local bound only to computed values or constants."""
     env = function.get("env", {})
     for call in function["calls"]:
         if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
             # A parameter stays: a step handed on to the function that captures it
             # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
-            kept = [None if type(arg) is str and arg in env and not any(_is_reference(e) for e in env[arg])
+            kept = [None if type(arg) is str and arg in env and all(_is_constant(e) for e in env[arg])
                     else arg for arg in call[2]]
             while kept and kept[-1] is None:
                 kept.pop()
@@ -635,7 +647,7 @@ def _drop_unused_locals(functions: dict[str, dict[str, Any]], classes: dict[str,
     needed: set[str] = set()
     for function in functions.values():
         _drop_plain_arguments(function)
-        for expr in function["calls"] + function.get("returns", []):
+        for expr in function["calls"] + function.get("returns", []) + function.get("yields", []):
             _roots(expr, needed)
     for info in classes.values():
         for values in info["attrs"].values():

@@ -32,7 +32,9 @@ PREFILL_ONLY = "prefill-only"
 # Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
 # (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
 _PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling", "is_extend"})  # SGLang's ForwardMode.is_extend()
-_DECODE_FLAGS = frozenset({"is_decoding", "is_decode"})
+# Decode-like step kinds (SGLang's ForwardMode.is_decode_or_idle(), is_target_verify(): the
+# speculative verify step is captured as well).
+_DECODE_FLAGS = frozenset({"is_decoding", "is_decode", "is_decode_or_idle", "is_target_verify", "is_idle"})
 
 
 @dataclass
@@ -199,6 +201,12 @@ def _negated_flag(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _disjuncts(test.left) + _disjuncts(test.right)
+    return [test]
+
+
 def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _conjuncts(test.left) + _conjuncts(test.right)
@@ -215,6 +223,11 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
     flag, negated = (test.expression, True) if (
         isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
     step_kind = _step_flag(flag)
+    if step_kind is None and isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.Or):
+        # `if mode.is_decode_or_idle() or mode.is_target_verify():` is the decode step; the
+        # rest of its `elif` chain is prefill.
+        kinds = {_step_flag(part) for part in _disjuncts(flag)}
+        step_kind = "decode" if kinds == {"decode"} else None
     if step_kind is not None:
         return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):

@@ -166,6 +166,7 @@ class Project:
                     "env": {k: _freeze(v) for k, v in data.get("env", {}).items()},
                     "calls": _freeze(data.get("calls", [])),
                     "returns": _freeze(data.get("returns", [])),
+                    "yields": _freeze(data.get("yields", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
                 if "captures" in data:
@@ -229,7 +230,13 @@ class Project:
             return self.annotation(expr[1], scope)
         if tag == "enter":
             out: set = set()
-            for value in self.eval(expr[1], scope):
+            made = expr[1]
+            if type(made) is tuple and made[:1] == ("c",):
+                # `with patch_model(model) as forward:` on a @contextmanager: what it yields.
+                for value in self.eval(made[1], scope):
+                    if value[0] == FN and "contextmanager" in self.functions.get(value[1], {}).get("decorators", ()):
+                        out |= self.yields_of(value)
+            for value in self.eval(made, scope):
                 if value[0] == INST:
                     out |= self.returns_of(self.member(value[1], "__enter__", value[1]))
             return out
@@ -630,6 +637,16 @@ class Project:
                 for expr in function["returns"]:
                     annotated |= self.eval(expr, scope)
             out |= annotated
+        return out
+
+    def yields_of(self, value: tuple) -> set:
+        key, self_class = value[1], value[2]
+        function = self.functions[key]
+        if self_class is None and function["class"]:
+            self_class = (key[0], function["class"])
+        out: set = set()
+        for expr in function["yields"]:
+            out |= self.eval(expr, (key[0], key[1], self_class))
         return out
 
     def call_targets(self, values: frozenset) -> list[tuple]:
