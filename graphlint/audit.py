@@ -9,9 +9,10 @@ for it, and a class modelled on the seeds' audit of a decode path (green / red-s
                  (GL508, GL509, GL404, GL511) capture-hygiene  a capture/replay orchestration finding
   eager          an eager break (by design)  host           outside the graph by design
 
-The verdict: every reachable `captured` function is capturable (PASS, exit 0) or not (FAIL,
-exit 1); INCOMPLETE (exit 1) when nothing is captured or a capture site's region could not be
-followed (GL905): a region nobody could read never passes.
+The verdict, as `check` gives it: FAIL (exit 1) when a reachable `captured` function has an
+error-severity finding (with `fail_on="warning"` warnings block too); INCOMPLETE (exit 1) when
+nothing is captured or a capture site's region could not be followed (GL905): a region nobody
+could read never passes; PASS (exit 0) otherwise.
 """
 from __future__ import annotations
 
@@ -61,6 +62,7 @@ class AuditRow:
     findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
     reached_via: tuple[str, ...]
     reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
+    errors: int = 0  # how many of its findings are errors (the rest are warnings)
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
@@ -77,6 +79,7 @@ class AuditResult:
     config: dict[str, Any] = field(default_factory=dict)
     # Capture sites whose region the graph could not follow (GL905): the audit is INCOMPLETE.
     incomplete: list[dict[str, Any]] = field(default_factory=list)
+    fail_on: str = "error"  # "warning": a warning-only function blocks too, as check --fail-on warning
 
     def counts(self) -> dict[str, int]:
         counts = {name: 0 for name in ALL_CLASSES}
@@ -85,7 +88,14 @@ class AuditResult:
         return {k: v for k, v in counts.items() if v}
 
     def blocking(self) -> list[AuditRow]:
-        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE]
+        """Captured functions that fail the audit: with an error (or, with fail_on warning, any finding)."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and (row.errors or self.fail_on == "warning")]
+
+    def warning_only(self) -> list[AuditRow]:
+        """Captured functions with findings that are all warnings and do not block."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and row not in self.blocking()]
 
     def verdict(self) -> str:
         """fail (a captured function is not capturable), incomplete (no hazard found, but a
@@ -145,7 +155,7 @@ def _source(root: Path, path: str) -> str:
 
 
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
-        cache_dir: Path | None = None) -> AuditResult:
+        cache_dir: Path | None = None, fail_on: str = "error") -> AuditResult:
     """Analyse the project as `check` does (graphlint.engine.pipeline), then classify every
     function the call graph reaches. Raises AuditError when nothing is a root,
     callgraph.EntryPointError for one that names nothing, and FileNotFoundError for a missing path."""
@@ -162,15 +172,18 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
     findings = finalize(files, config, config.select, config.ignore, graph.placements, project.warmed_up,
                         project.incomplete)
     by_function: dict[tuple[str, str], dict[str, int]] = {}
+    errors: dict[tuple[str, str], int] = {}
     for finding in findings:
         if finding.suppressed or finding.function is None or finding.rule == "GL905":
             continue
         counts = by_function.setdefault((finding.path, finding.function), {})
         counts[finding.rule] = counts.get(finding.rule, 0) + 1
+        if finding.severity == "error":
+            errors[(finding.path, finding.function)] = errors.get((finding.path, finding.function), 0) + 1
     known_lines = {(file["path"], f["qualname"]): f.get("line", 0) for file in files for f in file["functions"]}
     scanned: dict[str, dict[str, int]] = {}
     result = AuditResult(entry_points=list(config.entry_points), unresolved=graph.unresolved, files=len(files),
-                         config=config.to_dict(), incomplete=project.incomplete)
+                         config=config.to_dict(), incomplete=project.incomplete, fail_on=fail_on)
     names = graph.names
     for key in graph.order:
         placement = graph.placements[key]
@@ -187,6 +200,7 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via, placement.reason))
-    result.entry_points = list(dict.fromkeys([*result.entry_points, *(names.get(key, key[1]) for key in graph.entries)]))
+                                    placement.reached_via, placement.reason, errors.get(key, 0)))
+    # Every root of the run: configured entry points, markers, capture sites and fallbacks.
+    result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

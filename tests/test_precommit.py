@@ -19,7 +19,7 @@ HOOKS = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
 
 pytestmark = pytest.mark.skipif(shutil.which("pre-commit", path=os.path.dirname(sys.executable)) is None
                                 and shutil.which("pre-commit") is None,
-                                reason="pre-commit is not installed (pip install 'graphlint[test]')")
+                                reason="pre-commit is not installed (pip install 'graphlint-cuda[test]')")
 
 CLEAN = ("import torch\n\n\n"
          "def decode_step(logits: torch.Tensor, out: torch.Tensor) -> None:\n"

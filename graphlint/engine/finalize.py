@@ -42,6 +42,15 @@ def _resolve_code(token: str) -> str | None:
     return None
 
 
+def _did_you_mean(token: str) -> str:
+    """`; did you mean 'item-call'?` for a near miss of a code or name, else nothing."""
+    import difflib
+
+    pool = [*BY_CODE, *BY_NAME] if not token.upper().startswith("GL") else list(BY_CODE)
+    close = difflib.get_close_matches(token.upper() if token.upper().startswith("GL") else token, pool, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
              placements: dict | None = None, warmed_up: set | frozenset = frozenset(),
              incomplete: Sequence[dict[str, Any]] = ()) -> list[Finding]:
@@ -60,6 +69,7 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                         if is_excluded(path, [pattern]) for code in codes]
         sup_by_line = {int(k): [suppressions.Suppression(**{**s, "codes": tuple(s["codes"])}) for s in v]
                        for k, v in file.get("suppressions", {}).items()}
+        file_wide = [item for items in sup_by_line.values() for item in items if item.file_level]
         candidates: list[tuple[FileFinding | None, dict]] = []
         for key, code in (("parse_error", "GL900"), ("limit", "GL903")):
             error = file.get(key)
@@ -105,7 +115,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                     if _resolve_code(token) is None:
                         candidates.append((None, {"rule": "GL901", "function": None, "line": line, "col": item.col,
                                                   "end_line": line, "end_col": item.col, "statement_line": line,
-                                                  "message": f"suppression names unknown rule '{token}'",
+                                                  "message": f"suppression names unknown rule '{token}'"
+                                                             + _did_you_mean(token),
                                                   "fix": BY_CODE["GL901"].fix, "region": "module", "reached_via": ()}))
         used: set[tuple[int, int, str]] = set()  # (line, col, token) of suppressions that matched
         for _, raw in candidates:
@@ -120,7 +131,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             suppressed, reason = False, None
             for line in {raw["line"], raw.get("statement_line", raw["line"])}:
-                for item in sup_by_line.get(line, []):
+                # The line's own suppressions, then the file-level ones (`# graphlint: noqa`).
+                for item in [*(s for s in sup_by_line.get(line, []) if not s.file_level), *file_wide]:
                     if code != "GL901" and suppressions.matches(item, code, rule.name):
                         suppressed, reason = True, item.reason
                         for token in item.codes or ("",):  # "": a blanket `# graphlint: ignore`
@@ -160,9 +172,10 @@ def _unused_suppressions(path: str, sup_by_line: dict[int, list[suppressions.Sup
             if not unused:
                 continue
             what = "blanket suppression" if unused == [""] else "suppression of " + ", ".join(unused)
+            where = "in this file" if item.file_level else "on this line or its statement"
             out.append(Finding(
                 rule=rule.code, family=rule.family(), severity=severity, path=path, line=line, col=item.col,
                 end_line=line, end_col=item.col, function=None, region="module",
-                message=f"unused {what}: no such finding on this line or its statement", fix=rule.fix,
+                message=f"unused {'file-level ' if item.file_level else ''}{what}: no such finding {where}", fix=rule.fix,
                 name=rule.name))
     return out

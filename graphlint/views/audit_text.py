@@ -50,6 +50,10 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
                 "graphlint could not follow" if result.incomplete else "no function is captured")
         console.print(f"\n[bold yellow]INCOMPLETE[/]: {what}; {captured} captured functions checked "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
+    elif result.warning_only():
+        console.print(f"\n[bold green]PASS[/]: no captured function has an error; {len(result.warning_only())} of "
+                      f"{captured} have warnings only ({len(result.rows)} reachable, {result.files} files, "
+                      f"{unfollowed})")
     else:
         console.print(f"\n[bold green]PASS[/]: all {captured} captured functions are capturable "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
