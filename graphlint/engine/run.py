@@ -21,7 +21,7 @@ from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.interproc import refine
-from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
+from graphlint.engine.pool import gc_paused, analyse_all, capped_jobs, default_jobs
 from graphlint.analysis.file import SKIP_REASON
 from graphlint.report import StaticResult
 
@@ -100,8 +100,10 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     progress("analysing", len(tasks))
     cache = Cache(cache_dir)
     sweep = config.regions == "sweep"
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=sweep,
-                        named=named_files(paths), max_size=config.max_file_size, timeout=config.file_timeout)
+    jobs = capped_jobs(jobs or default_jobs())
+    files = analyse_all(tasks, jobs, cache, stats, lean=sweep,
+                        named=named_files(paths), max_size=config.max_file_size, timeout=config.file_timeout,
+                        memory=config.worker_memory)
     # Facts across functions: parameters from call sites, returns, inherited attributes.
     files = refine(files, tasks, Path(config.root), cache, jobs or default_jobs())
     placements = None
