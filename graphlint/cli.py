@@ -19,6 +19,7 @@ import click
 from graphlint import __version__
 from graphlint.config import Config, ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
+from graphlint.exits import stdin_source as stdin_source_text
 from graphlint.report import Report
 from graphlint.views.output import render_report, silence_stdout, write_output
 
@@ -140,7 +141,7 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
     if stdin_filename is not None or "-" in paths:
         if [p for p in paths if p != "-"]:
             fail("read from stdin (`-` or --stdin-filename) or check PATHS, not both")
-        stdin_source = {stdin_filename or "-": sys.stdin.read()}
+        stdin_source = {stdin_filename or "-": stdin_source_text(config.max_file_size)}
     targets, static = _static_check(paths, config, select, ignore, jobs, no_cache, cache_dir, diff_rev,
                                     force_exclude=force_exclude, stdin_source=stdin_source, quiet=quiet)
     outcome = _apply_baseline(static, baseline_file, config.root) if baseline_file else None
@@ -268,9 +269,11 @@ def _stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str
     excluded = DEFAULT_EXCLUDES if config.exclude is None else config.exclude
     if force_exclude and is_excluded(rel, (*excluded, *config.extend_exclude)):
         return [], [rel]
+    from graphlint.analysis.source import encoded_as_declared
+
     fd, tmp = tempfile.mkstemp(suffix=".py", prefix="graphlint-stdin-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(encoded_as_declared(text))  # in its own encoding: the copy decodes to the same text
     atexit.register(os.unlink, tmp)
     tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.entry_points else []
     return [*tasks, (rel, tmp)], [rel]

@@ -21,7 +21,7 @@ from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_me
 from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
-from graphlint.analysis.names import collect_imports
+from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
@@ -270,6 +270,7 @@ def limit_record(reason: str, line: int = 1) -> dict[str, Any]:
 def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, external: dict | None,
              call_graph: bool, max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
     result = FileAnalysis(path)
+    text = normalise_identifiers(text)  # `x.ｉtem()` is `x.item()` to Python
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
     if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
         result.skipped = True

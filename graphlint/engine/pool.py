@@ -165,6 +165,10 @@ def _die_with_parent() -> None:
 _OUT_OF_MEMORY = "its analysis ran out of memory (worker-memory); the worker was replaced"
 
 
+def _out_of_memory(value: dict[str, Any]) -> bool:
+    return (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY
+
+
 def limit_memory(megabytes: int) -> None:
     """Cap this process's address space at `megabytes` MiB (0: no cap): past it, an allocation
     fails (MemoryError, or an abort in the parser's native code) instead of the machine's
@@ -211,7 +215,7 @@ def _worker_main(conn: Connection, max_size: int, memory: int = DEFAULT_WORKER_M
             return
         except Exception as error:  # noqa: BLE001 - e.g. a result too deep to pickle
             conn.send((index, limited(rel, f"its analysis could not be sent back: {type(error).__name__}")))
-        if (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY:
+        if _out_of_memory(value):
             return  # a fresh worker for the next file: this one's heap may be left fragmented
 
 
@@ -308,6 +312,9 @@ def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout:
                         worker.stop(force=True)
                     else:
                         worker.task = None
+                        if _out_of_memory(outcome[1]):  # that worker exits: the next file gets a fresh one
+                            pool.remove(worker)
+                            worker.stop(force=True)
                 elif worker.process.sentinel in ready:
                     outcome = (task[0], limited(task[1], _death(worker.process, memory)))
                     worker.task = None
