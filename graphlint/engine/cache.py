@@ -85,8 +85,12 @@ def prepare_folder(folder: Path) -> None:
         marker = folder / name
         if not marker.exists():
             tmp = folder / f".{name}.{os.getpid()}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, marker)
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, marker)
+            except OSError:
+                tmp.unlink(missing_ok=True)  # a full disk leaves no partial file behind
+                raise
 
 
 def evict_stale(folder: Path, now: float | None = None, max_age: float = MAX_AGE_SECONDS) -> int:
