@@ -21,10 +21,11 @@ from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_me
 from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
-from graphlint.analysis.names import collect_imports
+from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
+from graphlint.analysis import shape
 from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
 from graphlint.config import DEFAULT_MAX_FILE_SIZE
 
@@ -250,7 +251,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     if max_size and len(text) > max_size:
         return FileAnalysis(path, limit=limit_record(too_large(len(text), max_size)))
     try:
-        return _analyze(path, text, rules, force, external, call_graph)
+        return _analyze(path, text, rules, force, external, call_graph, max_size)
     except RecursionError:
         # Deeper than the recursion limit allows (the engine raises it in its workers, which
         # analyse on a large stack); what CPython compiles usually fits.
@@ -268,8 +269,9 @@ def limit_record(reason: str, line: int = 1) -> dict[str, Any]:
 
 
 def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, external: dict | None,
-             call_graph: bool) -> FileAnalysis:
+             call_graph: bool, max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
     result = FileAnalysis(path)
+    text = normalise_identifiers(text)  # `x.ｉtem()` is `x.item()` to Python
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
     # A file that never mentions torch is still analysed when it defines functions or classes:
     # the call graph may pass through it (a container class of the engine's own, a plain-class
@@ -290,6 +292,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         result.parse_error = {"line": depth_line or 1, "col": 1,
                               "message": f"too many nested parentheses ({depth} levels; Python allows "
                                          f"{MAX_BRACKET_DEPTH})"}
+        return result
+    refused = shape.refusal(text, max_size)  # what would take the parser too long or too much memory
+    if refused is not None:
+        result.limit = limit_record(*refused)
         return result
     try:
         module = cst.parse_module(text)

@@ -13,6 +13,7 @@ from graphlint import __version__
 from graphlint.commands.options import COLOR, FORMATS, exit_code, selection_in_force
 from graphlint.commands.static import apply_baseline, static_check
 from graphlint.exits import fail, load_config, split_list
+from graphlint.exits import stdin_source as stdin_source_text
 from graphlint.report import Report
 from graphlint.views.output import render_report
 
@@ -94,7 +95,7 @@ def run_check(paths: tuple[str, ...], options: dict[str, Any]) -> int:
     if options["stdin_filename"] is not None or "-" in paths:
         if [p for p in paths if p != "-"]:
             fail("read from stdin (`-` or --stdin-filename) or check PATHS, not both")
-        stdin_source = {options["stdin_filename"] or "-": sys.stdin.read()}
+        stdin_source = {options["stdin_filename"] or "-": stdin_source_text(config.max_file_size)}
     quiet = options["quiet"]
     if options["statistics"] and options["fmt"] not in ("text", "json"):
         fail("--statistics prints text or json (--format text|json)")

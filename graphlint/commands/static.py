@@ -98,8 +98,10 @@ def stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str]
     if force_exclude and is_excluded(rel, (*excluded, *config.extend_exclude)):
         return [], [rel]
     fd, tmp = tempfile.mkstemp(suffix=".py", prefix="graphlint-stdin-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    from graphlint.analysis.source import encoded_as_declared
+
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(encoded_as_declared(text))  # in its own encoding: the copy decodes to the same text
     atexit.register(os.unlink, tmp)
     # The project gives the source its regions, as it gives a named file its own.
     tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.source else []

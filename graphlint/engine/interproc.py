@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from graphlint.callgraph.summaries import solve
-from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
+from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
 from graphlint.engine.cache import Cache
 from graphlint.engine.pool import gc_paused, supervise
 
@@ -31,7 +31,8 @@ def _facts_key(file_key: str, facts: dict) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
-def pooled(jobs: int, timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE) -> Reanalyse:
+def pooled(jobs: int, timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE,
+           memory: int = DEFAULT_WORKER_MEMORY) -> Reanalyse:
     """Re-analysis in the supervised worker pool the first analysis used: the same per-file time
     budget, the same crash isolation (a file that fails is GL903, the run goes on)."""
     def run(todo: list[tuple[int, str, str, dict]]) -> dict[int, dict[str, Any]]:
@@ -44,17 +45,20 @@ def pooled(jobs: int, timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEF
         workers = min(jobs, len(todo)) if jobs > 1 and sum(sizes.values()) >= _PARALLEL_MIN_BYTES else 1
         ordered = sorted(todo, key=lambda item: (-sizes.get(item[0], 0), item[0]))
         tasks = [(index, rel, full, False, facts) for index, rel, full, facts in ordered]
-        return dict(supervise(tasks, workers, timeout, max_size))
+        # The digest of what a re-analysis read is not part of its result (the first analysis keyed it).
+        return {index: {k: v for k, v in result.items() if k != "content_digest"}
+                for index, result in supervise(tasks, workers, timeout, max_size, memory)}
     return run
 
 
 def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: Path, cache: Cache,
            jobs: int, stats: dict[str, Any] | None = None, again: Reanalyse | None = None,
-           timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE) -> list[dict[str, Any]]:
+           timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE,
+           memory: int = DEFAULT_WORKER_MEMORY) -> list[dict[str, Any]]:
     """`files`: the per-file analyses of `tasks` (same order). Returns them with the files
     that other functions' facts change analysed again (by `again`, else in the worker pool);
     the call facts of the first analysis are kept for the call graph."""
-    again = again or pooled(jobs, timeout, max_size)
+    again = again or pooled(jobs, timeout, max_size, memory)
     if len(files) != len(tasks):
         return files  # a file could not be read: keep the per-file results as they are
     current = list(files)

@@ -17,7 +17,7 @@ from graphlint.callgraph.regions import Placement
 from graphlint.callgraph.values import package_module
 from graphlint.config import Config
 from graphlint.engine.cache import Cache
-from graphlint.engine.interproc import Reanalyse, refine
+from graphlint.engine.interproc import Reanalyse, pooled, refine
 from graphlint.engine.pool import analyse_all, default_jobs
 
 # (phase, number of files): a long check shows its phases on stderr.
@@ -56,12 +56,12 @@ def analyse_project(tasks: Sequence[tuple[str, str]], config: Config, cache: Cac
     progress("analysing", len(tasks))
     if first is None:
         files = analyse_all(tasks, jobs, cache, stats, lean=sweep and not full_graph, named=named,
-                            max_size=config.max_file_size, timeout=config.file_timeout)
+                            max_size=config.max_file_size, timeout=config.file_timeout, memory=config.worker_memory)
     else:
         files = first(tasks)
     # Facts across functions: parameters from call sites, returns, inherited attributes.
-    files = refine(files, tasks, Path(config.root), cache, jobs, stats, again=again,
-                   timeout=config.file_timeout, max_size=config.max_file_size)
+    files = refine(files, tasks, Path(config.root), cache, jobs, stats,
+                   again=again or pooled(jobs, config.file_timeout, config.max_file_size, config.worker_memory))
     project = ProjectAnalysis(files=files, stats=stats)
     if sweep and not full_graph:
         return project

@@ -15,7 +15,7 @@ from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.pipeline import analyse_project
-from graphlint.engine.pool import gc_paused
+from graphlint.engine.pool import capped_jobs, default_jobs, gc_paused
 from graphlint.analysis.file import SKIP_REASON
 from graphlint.report import StaticResult
 
@@ -54,7 +54,7 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     config, select, ignore = selectors.validate_config(config, select, ignore)
     progress = progress or (lambda phase, files: None)  # (phase, number of files): a long check shows it
     cache = Cache(cache_dir)
-    project = analyse_project(tasks, config, cache, jobs, named=named_files(paths), progress=progress)
+    project = analyse_project(tasks, config, cache, capped_jobs(jobs or default_jobs()), named=named_files(paths), progress=progress)
     files = project.files
     stats.update(project.stats)
     select = tuple(select) or config.select
