@@ -409,3 +409,48 @@ def test_multi_device_evidence_is_what_code_does_with_devices_never_a_name():
              if f.rule.startswith("GL5")]
     assert [(rule, line) for rule, line, _ in found] == [("GL502", 8), ("GL502", 12)]
     assert "a loop over devices (`d`)" in found[0][2] and "`cuda:1`" in found[1][2]
+
+
+def test_gl505_only_between_replays_not_in_warm_up_set_up_or_timing(tmp_path: Path):
+    (tmp_path / "runner.py").write_text(textwrap.dedent("""
+        import time
+        import torch
+
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+
+            def capture(self):
+                for _ in range(3):
+                    self.model(self.x)
+                torch.cuda.synchronize()
+                self.graph = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(self.graph):
+                    self.out = self.model(self.x)
+                torch.cuda.synchronize()
+                self.graph.replay()
+                torch.cuda.synchronize()
+
+            def warmup_replays(self):
+                for _ in range(2):
+                    self.graph.replay()
+                torch.cuda.synchronize()
+
+            def benchmark(self, n):
+                torch.cuda.synchronize()
+                start = time.perf_counter()
+                for _ in range(n):
+                    self.graph.replay()
+                torch.cuda.synchronize()
+                return (time.perf_counter() - start) / n
+
+            def generate(self, n):
+                tokens = []
+                for _ in range(n):
+                    self.graph.replay()
+                    torch.cuda.synchronize()
+                    tokens.append(self.out.argmax(-1))
+                return tokens
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert [(f.rule, f.function, f.line) for f in findings if f.rule == "GL505"] == [("GL505", "Runner.generate", 37)]
