@@ -140,7 +140,7 @@ class PerStepAllocation(Rule):
 
 class IntermediateAllocation(Rule):
     """Flags per-step allocations used and dropped inside the step: the static-buffer
-    opportunities, no capture hazard.
+    opportunities, no capture hazard (off by default: select GL405 or ALL).
 
     Reported by the same walk as GL401, for every allocation that GL401 does not flag: used
     only inside its function, or returned to a caller inside the step.

@@ -64,9 +64,9 @@ class Rule:
     def summary(cls) -> str:
         """The docs' first paragraph as one line (a sentence may wrap in the docstring)."""
         docs = cls.docs()
-        line = " ".join(docs.split("\n\n", 1)[0].split()) if docs else cls.message
-        # `graphlint rules` and SARIF show this line: say there that the default set lacks it.
-        return line if cls.default_enabled else f"{line} Off by default (select {cls.code} or ALL)."
+        if not docs:
+            return cls.message
+        return " ".join(docs.split("\n\n", 1)[0].split())
 
 
 @dataclass
