@@ -63,6 +63,8 @@ class Escapes:
             return self._call_carriers(node, env)
         if isinstance(node, cst.Attribute) and node.attr.value in _METADATA:
             return frozenset()  # `x.shape` is host metadata, not the tensor
+        if isinstance(node, cst.Subscript) and self._gathers(node):
+            return frozenset()  # `x[idx]` with a tensor index copies: a new tensor
         if isinstance(node, (cst.Subscript, cst.Attribute)):
             return self.carriers(node.value, env)  # an element or a view, a field of an owned object
         if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
@@ -80,6 +82,15 @@ class Escapes:
         if isinstance(node, (cst.NamedExpr, cst.Await, cst.StarredElement)):
             return self.carriers(node.value, env)
         return frozenset()
+
+    def _gathers(self, node: cst.Subscript) -> bool:
+        """Advanced indexing of a tensor (a device or host tensor, or a list, as an index)."""
+        for element in node.slice:
+            index = element.slice
+            if isinstance(index, cst.Index) and (isinstance(index.value, cst.List)
+                                                 or self._ctx.value(index.value).kind in ("device", "host_tensor")):
+                return True
+        return False
 
     def _call_carriers(self, call: cst.Call, env: Env) -> frozenset[int]:
         own = frozenset({id(call)}) if id(call) in self._allocations else frozenset()
@@ -202,8 +213,9 @@ class Escapes:
             return env
         if isinstance(node, cst.AugAssign):
             self._scan_calls(node.value, env)
-            held = self.carriers(node.value, env)
-            if held and self._ctx.value(node.target).kind != "device":  # `t += x` on a tensor copies
+            # `outputs += (x,)` keeps x; `t += x` and `t *= x` on tensors are arithmetic.
+            held = self.carriers(node.value, env) if isinstance(node.value, (cst.Tuple, cst.List)) else frozenset()
+            if held and isinstance(node.operator, cst.AddAssign) and self._ctx.value(node.target).kind != "device":
                 self._store_into(node.target, held, env)
             return env
         self._scan_calls(node, env)

@@ -76,6 +76,13 @@ class PerStepAllocation(Rule):
         "        probs = torch.softmax(logits.div_(temperatures.unsqueeze(1)), dim=-1)\n"
         "        noise = torch.empty_like(probs).exponential_(1)\n"
         "        return probs.div_(noise.clamp_min_(1e-10)).argmax(dim=-1)\n",
+        # A constant from host data (`new_tensor(0)`), a mask multiplied in place, a gathered copy.
+        "def f(scores: torch.Tensor, mutual: torch.Tensor):\n    zero = scores.new_tensor(0)\n"
+        "    return torch.where(mutual, scores, zero)\n",
+        "def f(pixels: torch.Tensor, n: int):\n    mask = torch.ones(n, n, device=pixels.device)\n    mask[1:, :] = 0.0\n"
+        "    pixels *= mask\n    return pixels\n",
+        "def f(out: dict, table_idx: torch.Tensor):\n    table = torch.zeros(21, 37, device=table_idx.device)\n"
+        "    out['mask'] = table[table_idx]\n    return out\n",
         # Copied into a static cache in place: the data outlives the step, the tensor does not.
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
@@ -95,6 +102,9 @@ class PerStepAllocation(Rule):
         "class Model(nn.Module):\n    def forward(self, x: torch.Tensor):\n        logits = torch.zeros(x.shape[0], 8, device=x.device)\n"
         "        logits.copy_(x[:, :8])\n        return Output(logits=logits)\n",
         "def f(x: torch.Tensor, ids: list):\n    return x[:, 0] + x.new_tensor(ids)\n",
+        # Kept in the caller's dict (SAM's tracker metadata, carried from frame to frame).
+        "def update(meta: dict, prev: torch.Tensor, mask: torch.Tensor):\n    new = prev.clone()\n"
+        "    new.masked_fill_(mask, 0)\n    meta['last'] = new[0:1]\n",
         # The captured callable of a runner (`with torch.cuda.graph(g): out = model(x)` elsewhere).
         Example("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layer = Layer()\n"
                 "    def forward(self, x: torch.Tensor):\n        out = torch.empty_like(x)\n        tmp = torch.empty_like(x)\n"
@@ -118,7 +128,8 @@ class PerStepAllocation(Rule):
         op = self._allocation(node, ctx)
         if op is None:
             return
-        if method_name(node) in _FROM_HOST_METHODS and positional(node) and not is_device(ctx, positional(node)[0]):
+        data = positional(node)[:1]
+        if method_name(node) in _FROM_HOST_METHODS and data and not is_device(ctx, data[0]) and not _constant(data[0]):
             ctx.report(self, node, message=f"{op} builds a device tensor from host data every step: the capture freezes the data")
             return
         escapes = getattr(self, "_escapes", None)
@@ -251,6 +262,17 @@ class HostToDeviceCopy(Rule):
             if isinstance(inner, cst.Index) and _is_host_index(ctx, inner.value):
                 ctx.report(self, inner.value, message="a host index (list, numpy array, CPU tensor) into a device tensor is copied to the device every step")
                 return
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    """A literal number, or a list or tuple of them: data a capture may freeze, it never changes."""
+    if isinstance(node, cst.UnaryOperation):
+        return _constant(node.expression)
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    return isinstance(node, (cst.List, cst.Tuple)) and all(_constant(e.value) for e in node.elements)
 
 
 def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
