@@ -19,7 +19,7 @@ _ALIAS_METHODS = catalog.names("aliasing", "methods")
 _ALIAS_FUNCTIONS = catalog.names("aliasing", "functions")
 _STORE_METHODS = catalog.names("persistent_store", "methods")
 _STORE_FUNCTIONS = catalog.names("persistent_store", "functions")
-_GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
+_GRAPH_CONTEXTS = catalog.names("graphs", "capture_contexts")
 _CONTAINERS = frozenset({"dict", "list", "tuple", "set", "dataclasses.replace"})
 _METADATA = catalog.names("metadata", "attributes")
 

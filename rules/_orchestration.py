@@ -14,8 +14,9 @@ from ._calls import method_name
 from ._devices import DeviceEvidence
 
 SYNCHRONIZE = catalog.names("synchronize", "functions")
-GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
-_STREAM_CONTEXTS = frozenset({"torch.cuda.stream", "torch.cuda.StreamContext", "torch.accelerator.stream"}) | GRAPH_CONTEXTS
+GRAPH_CONTEXTS = catalog.names("graphs", "capture_contexts")
+_STREAM_CONTEXTS = catalog.names("graphs", "stream_contexts") | GRAPH_CONTEXTS
+_GRAPH_CLASS = catalog.names("graphs", "graph_class")
 
 
 class Orchestration:
@@ -33,7 +34,7 @@ class Orchestration:
                 self.graph_names.add(param.name.value)
         for node in walk(function.body):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
-                    and ctx.qualified(node.value.func) == "torch.cuda.CUDAGraph":
+                    and ctx.qualified(node.value.func) in _GRAPH_CLASS:
                 for target in node.targets:
                     name = dotted(target.target)
                     if name:

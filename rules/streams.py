@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import libcst as cst
 
+from graphlint.analysis import catalog
 from graphlint.analysis.names import dotted
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import keyword, method_name, positional, receiver
 from ._orchestration import graph_call, in_stream_context, orchestration, with_evidence
+
+_STREAM = catalog.names("devices", "stream")
+_SET_DEVICE = catalog.names("devices", "set_current")
 
 
 class GraphWithoutStream(Rule):
@@ -131,7 +135,7 @@ class StreamWithoutDevice(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if ctx.qualified(node.func) != "torch.cuda.Stream" or positional(node) or keyword(node, "device") is not None:
+        if ctx.qualified(node.func) not in _STREAM or positional(node) or keyword(node, "device") is not None:
             return
         facts = orchestration(ctx)
         if facts is not None and facts.multi_device:
@@ -236,7 +240,7 @@ class SetDeviceForCapture(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if ctx.qualified(node.func) == "torch.cuda.set_device":
+        if ctx.qualified(node.func) in _SET_DEVICE:
             facts = orchestration(ctx)
             if facts is not None and facts.orchestrates and facts.multi_device:
                 ctx.report(self, node, message=with_evidence(self.message, facts))
