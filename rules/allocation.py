@@ -27,7 +27,9 @@ class PerStepAllocation(Rule):
     attribute, a cache's `update`), and `.new_tensor()` of host data.
 
     An allocation used and dropped inside the step is GL405's (off by default): at replay the
-    graph serves it from its private pool, which is no hazard.
+    graph serves it from its private pool, which is no hazard. So is one whose data is copied
+    into a buffer that persists (`self.cache.index_copy_(1, pos, k)`, `buf[:, i] = k`,
+    `buf.copy_(k)`): the data outlives the step, the tensor does not.
 
     ## Why it breaks a CUDA graph
     Under capture the allocation comes from the graph's private pool, and every replay writes
