@@ -68,6 +68,7 @@ class FileFinding:
     message: str
     fix: str
     zone: str | None = None  # one-time branch or capture block the finding lies in
+    escape: str | None = None  # "returned": the region decides (analysis/rule.RawFinding)
 
 
 @dataclass
@@ -361,7 +362,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
-            zone=item.zone,
+            zone=item.zone, escape=item.escape,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).

@@ -14,6 +14,8 @@ from graphlint.discovery import is_excluded
 from graphlint.report import Finding
 from graphlint.rules import BY_CODE, BY_NAME
 
+INTERMEDIATE = "GL405"  # where GL401's returned allocations go below the region's root
+
 
 def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     def hit(patterns: Sequence[str]) -> int:
@@ -29,6 +31,19 @@ def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     chosen = hit(select) if select else (0 if BY_CODE[code].default_enabled else -1)
     dropped = hit(ignore)
     return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
+
+
+def _by_region(raw: dict, placement: Placement) -> dict:
+    """A finding whose verdict depends on where its function sits: an allocation the function
+    returns outlives the step only when the function is its region's root (the captured
+    callable, an entry point, a sweep's function); returned to a caller inside the step it is an
+    intermediate (GL401 -> GL405, off by default)."""
+    if raw.get("escape") != "returned" or len(placement.reached_via) <= 1:
+        return raw
+    rule = BY_CODE[INTERMEDIATE]
+    caller = placement.reached_via[-2]
+    return {**raw, "rule": rule.code, "message": f"{rule.message} (returned to `{caller}`, inside the step)",
+            "fix": rule.fix}
 
 
 def _resolve_code(token: str) -> str | None:
@@ -107,8 +122,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             if placement.region == EAGER and rule.capture_only:
                 continue
-            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via,
-                                      "region_reason": placement.reason}))
+            candidates.append((None, {**_by_region(raw, placement), "region": placement.region,
+                                      "reached_via": placement.reached_via, "region_reason": placement.reason}))
         for line, items in sup_by_line.items():
             for item in items:
                 for token in item.codes:
