@@ -201,6 +201,7 @@ class _FunctionWalker:
         self._seen_calls: set[str] = set()
         self.returns: list = []
         self.yields: list = []  # what a generator yields (a context manager's `as` value)
+        self.once: list = []  # calls in one-time branches
         self.one_time = False
 
     def bind(self, target: cst.BaseExpression, value: list | None) -> None:
@@ -421,9 +422,11 @@ class _FunctionWalker:
             if refs:
                 encoded.append(refs)
         key = repr(encoded)
-        if not self.one_time and key not in self._seen_calls:
+        if key not in self._seen_calls:
             self._seen_calls.add(key)
-            self.calls.append(encoded)
+            # A one-time call (lazy set-up, a capture made once per batch size) is not followed
+            # for regions, but what it passes still tells what a parameter holds.
+            (self.once if self.one_time else self.calls).append(encoded)
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.
         func = node.func
         args = [a.value for a in node.args if a.keyword is None]
@@ -575,6 +578,8 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
             entry["returns"] = walker.returns
         if walker.yields:
             entry["yields"] = walker.yields
+        if walker.once:
+            entry["once"] = walker.once
         out_functions[qualname] = entry
     _drop_unused_locals(out_functions, classes)
     return {
@@ -622,7 +627,7 @@ def _drop_plain_arguments(function: dict[str, Any]) -> None:
     """A call's name-like arguments stay only when they may hold a function, a module or a
     container: not a local bound only to computed values or constants."""
     env = function.get("env", {})
-    for call in function["calls"]:
+    for call in function["calls"] + function.get("once", []):
         if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
             # A parameter stays: a step handed on to the function that captures it
             # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
@@ -647,7 +652,7 @@ def _drop_unused_locals(functions: dict[str, dict[str, Any]], classes: dict[str,
     needed: set[str] = set()
     for function in functions.values():
         _drop_plain_arguments(function)
-        for expr in function["calls"] + function.get("returns", []) + function.get("yields", []):
+        for expr in function["calls"] + function.get("once", []) + function.get("returns", []) + function.get("yields", []):
             _roots(expr, needed)
     for info in classes.values():
         for values in info["attrs"].values():

@@ -213,6 +213,23 @@ def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [test]
 
 
+def _stores_into(body: cst.CSTNode, container: str) -> bool:
+    """Whether the block assigns an item of `container` (`container[key] = ...`)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                parts = [e.value for e in target.target.elements] if isinstance(
+                    target.target, (cst.Tuple, cst.List)) else [target.target]
+                if any(isinstance(p, cst.Subscript) and dotted(p.value) == container for p in parts):
+                    return True
+        stack.extend(code_children(node))
+    return False
+
+
 def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
     """(kind, negated) for an `if` test that selects one-time code: kind is TRAINING_ONLY or
     LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`).
@@ -246,6 +263,13 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
             if any(word in short for word in _INIT_WORDS) or _assigned(body, name):
                 return LAZY_INIT, False
         if isinstance(inner, cst.Call) and dotted(inner.func) == "hasattr" and len(inner.args) == 2:
+            return LAZY_INIT, False
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        # `if self.layer_idx not in params.states: params.states[self.layer_idx] = torch.zeros(...)`:
+        # the first call fills the cache entry, later calls read it.
+        container = dotted(test.comparisons[0].comparator)
+        if container is not None and _stores_into(body, container):
             return LAZY_INIT, False
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.Is)

@@ -203,7 +203,7 @@ def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) ->
     for caller, function in project.functions.items():
         owner = (caller[0], function["class"]) if function["class"] else None
         scope = (caller[0], caller[1], owner)
-        for call in function["calls"]:
+        for call in function["calls"] + function["once"]:
             if _last_name(call[1]) != short:
                 continue
             if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:

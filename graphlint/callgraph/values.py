@@ -167,6 +167,7 @@ class Project:
                     "calls": _freeze(data.get("calls", [])),
                     "returns": _freeze(data.get("returns", [])),
                     "yields": _freeze(data.get("yields", [])),
+                    "once": _freeze(data.get("once", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
                 if "captures" in data:
@@ -350,7 +351,7 @@ class Project:
             self._sites = {}
             for key, function in self.functions.items():
                 owner = (key[0], function["class"]) if function["class"] else None
-                for call in function["calls"]:
+                for call in function["calls"] + function["once"]:
                     if len(call) < 3:
                         continue
                     callee = call[1]
@@ -663,13 +664,27 @@ class Project:
             elif tag == CLS:
                 targets.extend(v for v in self.member(value[1], "__init__", value[1]) if v[0] == FN)
             elif tag == INST:
-                for method in ("__call__", "forward"):
-                    order, _ = self.mro(value[1])
-                    if any(method in self.classes[c]["methods"] for c in order):
-                        targets.extend(v for v in self.member(value[1], method, value[1]) if v[0] == FN)
+                found = self._called(value[1])
+                if not found and not self.mro(value[1])[1]:
+                    # A mixin's `self` called (`decode(ids, self)` in a GenerationMixin): the
+                    # linted classes that mix it in.
+                    subclasses = self.subclasses(value[1])
+                    if len(subclasses) <= _MAX_SUBCLASSES:
+                        for sub in subclasses:
+                            found.extend(self._called(sub))
+                targets.extend(found)
         # `values` is a set, iterated in an order that changes with the process's hash seed: in a
         # fixed order, the graph reaches each function along the same chain in every run.
         return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
+
+    def _called(self, cls: tuple[str, str]) -> list[tuple]:
+        """What calling an instance of `cls` runs: its `__call__` and `forward`."""
+        found: list[tuple] = []
+        order, _ = self.mro(cls)
+        for method in ("__call__", "forward"):
+            if any(method in self.classes[c]["methods"] for c in order):
+                found.extend(v for v in self.member(cls, method, cls) if v[0] == FN)
+        return found
 
     def call_result(self, expr: tuple, scope: tuple) -> set:
         func = self.eval(expr[1], scope)
