@@ -45,6 +45,8 @@ class Config:
     regions: str = "discover"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
+    # Functions a real run executed (graphlint.callgraph.recorded); None: .graphlint/regions.json if present.
+    region_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -127,6 +129,7 @@ _KEYS = {
     "regions": ("regions", '"discover" or "sweep"', _regions_mode),
     "max-file-size": ("max_file_size", "a number of bytes (0: no limit)", _non_negative),
     "file-timeout": ("file_timeout", "a number of seconds (0: no limit)", _non_negative),
+    "region-file": ("region_file", "a path to a region file (graphlint runtime --record-regions)", _string),
 }
 
 

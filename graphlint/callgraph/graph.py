@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from graphlint.callgraph import recorded
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -247,11 +248,14 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     sites, orchestration, blind = _capture_roots(project, unresolved, names)
     has_sites = any(project.functions[key].get("captures") for key in project.functions)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
-    roots = entries + sites + fallback
+    # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
+    learned = recorded.roots(project, config)
+    roots = entries + learned + sites + fallback
+    # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
-    nothing_found = not sites and not fallback and not orchestration
+    nothing_found = not sites and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}
