@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from graphlint import __version__
 from graphlint import callgraph
+from graphlint.callgraph.recorded import REASON_PREFIX
 from graphlint.analysis.source import split_lines
 from graphlint.config import Config
 from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
@@ -58,10 +59,11 @@ class AuditRow:
     findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
     reached_via: tuple[str, ...]
     reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
+    recorded: bool = False  # a root from the region file: the step ran it (graphlint.callgraph.recorded)
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
-                "region_reason": self.reason, "class": self.cls, "classes": self.classes, "findings": self.findings,
+                "region_reason": self.reason, "from_region_file": self.recorded, "class": self.cls, "classes": self.classes, "findings": self.findings,
                 "reached_via": list(self.reached_via)}
 
 
@@ -132,6 +134,11 @@ def _source(root: Path, path: str) -> str:
         return ""
 
 
+def is_recorded_root(placement) -> bool:
+    """A function the region file names (a root with its reason), not one reached from it."""
+    return placement.reason.startswith(REASON_PREFIX) and len(placement.reached_via) <= 1
+
+
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         cache_dir: Path | None = None) -> AuditResult:
     """Analyse, build the call graph and classify every reachable function. Raises AuditError
@@ -172,7 +179,8 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via, placement.reason))
+                                    placement.reached_via, placement.reason,
+                                    recorded=is_recorded_root(placement)))  # region file
     if not result.entry_points:
         result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

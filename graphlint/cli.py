@@ -169,9 +169,9 @@ def check(paths: tuple[str, ...], select: tuple[str, ...], ignore: tuple[str, ..
             report.runtime = {"verdict": "error", "error": str(error)}
             report.errors.append(f"runtime: {error}")
         else:
-            from graphlint.runtime.crosscheck import join
+            from graphlint.runtime.lint_target import join_for_check
 
-            report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
+            report.crosscheck = join_for_check(static, report.runtime, config)  # on what the step ran
     sources = None
     if stdin_source is not None:
         [(shown, text)] = stdin_source.items()
