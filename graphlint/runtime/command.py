@@ -139,14 +139,14 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
     Without CUDA every phase is emulated on the CPU.
     """
     try:
+        if record_regions and not record_regions.endswith(".json"):
+            raise UsageError(f"--record-regions {record_regions!r}: expected a .json file "
+                             "(give TARGET before the option, or --record-regions=FILE)")
         if reference and target:
             raise UsageError("give either TARGET or --reference, not both")
         if target is None and not reference:
             target = _configured_target()
         options = dict(parse_option(text) for text in raw_options)
-        if record_regions and not record_regions.endswith(".json"):
-            raise UsageError(f"--record-regions {record_regions!r}: expected a .json file "
-                             "(give TARGET before the option, or --record-regions=FILE)")
         try:
             import torch  # noqa: F401
         except ImportError as exc:
