@@ -198,6 +198,13 @@ def test_a_warm_check_sees_a_new_region_file(tmp_path):
     warm = check([str(root / "pkg")], config, cache_dir=cache)
     assert [f.rule for f in cold.findings if f.rule == "GL101"] == []
     assert [f.rule for f in warm.findings if f.rule == "GL101"] == ["GL101"]
+    assert not [f for f in warm.findings if f.rule == "GL904"]
+    # the staleness verdict is cached too, under the files' keys: an edit is seen at once
+    runner = root / "pkg" / "runner.py"
+    runner.write_text(runner.read_text().replace("return self.scale(x).item()", "return self.scale(x).item() + 1"))
+    edited = check([str(root / "pkg")], config, cache_dir=cache)
+    (stale,) = [f for f in edited.findings if f.rule == "GL904"]
+    assert "Runner.run (pkg/runner.py: source changed)" in stale.message
 
 
 def test_a_configured_region_file_is_read_and_a_broken_one_is_exit_2(tmp_path, monkeypatch):

@@ -217,24 +217,38 @@ def roots(project: Any, config: Config) -> list[tuple[tuple, str]]:
     return sorted(out, key=lambda root: root[0][1])
 
 
-def stale(files: Sequence[Mapping[str, Any]], config: Config) -> tuple[RegionFile | None, list[dict]]:
+def stale(files: Sequence[Mapping[str, Any]], config: Config, cache: Any = None) -> tuple[RegionFile | None, list[dict]]:
     """(the region file, its stale entries among the linted files): `{path, qualname, why}` where
     the function is gone or its source hash changed. Entries of files this check does not lint are
-    not judged, except a project file that no longer exists."""
+    not judged, except a project file that no longer exists. With `cache` (the engine's), the
+    verdict on the linted files is kept under the region file's digest and the files' cache keys,
+    so a warm check parses none of them."""
     found = load(config)
     if found is None:
         return None, []
     root = Path(config.root)
     by_path = {file["path"]: file for file in files}
-    names = {path: {f["qualname"] for f in file.get("functions", [])} for path, file in by_path.items()}
     hits = matched(found.entries, by_path)
+    out = [{"path": e.path, "qualname": e.qualname, "why": "its file is gone"} for e in found.entries
+           if e not in hits and e.package is None and not (root / e.path).exists()]
+    key = _stale_key(found, files, root, cache)
+    cached = cache.get(key, _valid_stale) if key else None
+    if cached is not None:
+        return found, out + cached["stale"]
+    judged = _judge(found, by_path, hits, root)
+    if key:
+        cache.put(key, {"stale": judged})
+    return found, out + judged
+
+
+def _judge(found: RegionFile, by_path: Mapping[str, Mapping[str, Any]], hits: Mapping[Entry, str],
+           root: Path) -> list[dict]:
+    names = {path: {f["qualname"] for f in file.get("functions", [])} for path, file in by_path.items()}
     texts: dict[str, dict[str, set[str]]] = {}
     out = []
     for entry in found.entries:
         path = hits.get(entry)
         if path is None:
-            if entry.package is None and not (root / entry.path).exists():
-                out.append({"path": entry.path, "qualname": entry.qualname, "why": "its file is gone"})
             continue
         file = by_path[path]
         if file.get("parse_error") or file.get("limit") or file.get("skipped"):
@@ -246,7 +260,23 @@ def stale(files: Sequence[Mapping[str, Any]], config: Config) -> tuple[RegionFil
             texts[path] = hashes(_read(root, path))
         if entry.hash not in texts[path].get(entry.qualname, ()):
             out.append({"path": entry.path, "qualname": entry.qualname, "why": "source changed"})
-    return found, out
+    return out
+
+
+def _stale_key(found: RegionFile, files: Sequence[Mapping[str, Any]], root: Path, cache: Any) -> str:
+    """The cache key of the verdict: '' without a cache or when a file was not cached (stdin)."""
+    keys = getattr(cache, "file_keys", None)
+    if cache is None or getattr(cache, "folder", None) is None or not keys or len(keys) != len(files) or not all(keys):
+        return ""
+    parts = ["region-file-stale", cache.fingerprint, found.digest, str(root.resolve())]
+    parts += [f"{key}:{file['path']}" for key, file in zip(keys, files)]
+    return hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
+
+
+def _valid_stale(value: dict[str, Any]) -> bool:
+    items = value.get("stale")
+    return isinstance(items, list) and all(
+        isinstance(i, dict) and all(isinstance(i.get(k), str) for k in ("path", "qualname", "why")) for i in items)
 
 
 def _read(root: Path, path: str) -> str:
@@ -265,14 +295,14 @@ def stale_message(found: RegionFile, entries: list[dict], limit: int = 5) -> str
 
 
 def stale_findings(files: Sequence[Mapping[str, Any]], config: Config, select: Sequence[str],
-                   ignore: Sequence[str]) -> list:
+                   ignore: Sequence[str], cache: Any = None) -> list:
     """One GL904 warning for a region file with stale entries (at the region file, naming them
     and the refresh), under the config's rule selection and severities."""
     from graphlint.engine.finalize import _selected
     from graphlint.report import Finding
     from graphlint.rules import BY_CODE
 
-    found, entries = stale(files, config)
+    found, entries = stale(files, config, cache)
     rule = BY_CODE["GL904"]
     if not entries or not _selected(rule.code, select, ignore):
         return []

@@ -123,7 +123,7 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     with gc_paused():
         found = finalize(files, config, select, ignore, placements, warmed_up)
         if not sweep:  # region file: one GL904 when recorded functions no longer match the code
-            found = sorted(found + recorded.stale_findings(files, config, select, ignore), key=Finding.sort_key)
+            found = sorted(found + recorded.stale_findings(files, config, select, ignore, cache), key=Finding.sort_key)
         findings = fingerprint_findings(found, config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.regions = placements or {}  # region file: the cross-check asks what was analysed as captured
