@@ -113,7 +113,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     # markers combined); the sweep mode makes every function per-step instead.
     if not sweep:
         progress("call graph and regions", len(files))
-        placements, extra["unresolved_calls"], warmed_up = _call_graph_regions(files, config, cache)
+        with gc_paused():  # the cached graph is one large acyclic entry: collecting while it loads only rescans it
+            placements, extra["unresolved_calls"], warmed_up = _call_graph_regions(files, config, cache)
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
     texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): (file["statement_texts"][statement], flagged)

@@ -148,3 +148,22 @@ def test_hf_llama_lint_reads_the_transformers_code_the_step_ran(llama):
     results = json.loads(to_sarif(report))["runs"][0]["results"]
     marked = [r for r in results if r["properties"].get("thirdParty")]
     assert len(marked) == len(section["findings"]) and all(r["level"] == "note" for r in marked)
+
+
+def test_check_runtime_joins_on_what_the_step_ran(tmp_path):
+    """`check --runtime` on the adapter's own file: the runner it calls through an untyped object is
+    linted as captured code for the cross-check, and the check's static half stays as checked."""
+    from graphlint.cli import main
+
+    from runtime_helpers import marked_line
+
+    out = tmp_path / "r.json"
+    result = CliRunner().invoke(main, ["check", "tests/runtime/targets/adapter.py", "--no-cache", "--runtime-target",
+                                       target("adapter"), "--format", "json", "-o", str(out)])
+    assert result.exit_code == 1, result.output
+    report = json.loads(out.read_text())
+    assert report["static"]["files"] == ["tests/runtime/targets/adapter.py"]
+    confirmed = {(c["path"], c["rule"], c["line"]) for c in report["crosscheck"]["confirmed"]}
+    path, line = marked_line("adapter_runner", "item")
+    assert (path, "GL101", line) in confirmed
+    assert report["crosscheck"]["missed_by_static"] == []
