@@ -53,6 +53,8 @@ class Config:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
     worker_memory: int = DEFAULT_WORKER_MEMORY  # MiB per worker process; 0: no limit
+    # Functions a real run executed (graphlint.callgraph.recorded); None: .graphlint/regions.json if present.
+    region_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +152,7 @@ _KEYS = {
     "file-timeout": ("file_timeout", _range_text("a number of seconds", 0.001, 86_400), _in_range(0.001, 86_400)),
     "worker-memory": ("worker_memory", _range_text("a number of MiB (an integer)", 256, 1 << 20),
                       _in_range(256, 1 << 20, integer=True)),
+    "region-file": ("region_file", "a path to a region file (graphlint runtime --record-regions)", _string),
 }
 
 

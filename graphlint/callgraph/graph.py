@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
+from graphlint.callgraph import recorded
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -301,11 +302,14 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
     has_sites = bool(sites)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
-    roots = entries + site_roots + fallback
+    # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
+    learned = recorded.roots(project, config)
+    roots = entries + learned + site_roots + fallback
+    # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
-    nothing_found = not site_roots and not fallback and not orchestration
+    nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}

@@ -153,7 +153,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
         report.runtime = {"verdict": "error", "error": str(error)}
         report.errors.append(f"runtime: {error}")
     else:
-        from graphlint.runtime.crosscheck import join
+        from graphlint.runtime.lint_target import join_for_check
 
         static = report.static
-        report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
+        report.crosscheck = join_for_check(static, report.runtime, config)  # on what the step ran

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from graphlint import callgraph
+from graphlint.callgraph import recorded
 from graphlint.callgraph.graph import CallGraph
 from graphlint.callgraph.regions import Placement
 from graphlint.callgraph.values import package_module
@@ -89,7 +90,8 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
     if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
         root = Path(config.root)
         parts = [cache.fingerprint, "regions/2", str(root.resolve()),
-                 repr((config.entry_points, config.host, config.eager, config.regions))]
+                 repr((config.entry_points, config.host, config.eager, config.regions)),
+                 recorded.cache_token(config)]  # the region file, by its digest
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
         cached = cache.get(key, _valid_regions)
