@@ -115,8 +115,8 @@ def small_dims(default) -> dict[str, Any]:
             out[key] = VOCAB
         elif key in EXPERT_COUNTS and (_int(value) or value is None):
             out[key] = min(value or EXPERTS, EXPERTS)  # None: a default the model cannot build (dots1)
-        elif key in SHARED_COUNTS and _int(value):
-            out[key] = 1
+        elif key in SHARED_COUNTS and (_int(value) or (value is None and out.get("n_routed_experts"))):
+            out[key] = 1  # None beside routed experts: a default the model multiplies by (dots1)
         elif key in TOP_KS and (_int(value) or value is None):
             out[key] = min(value or TOP_K, TOP_K)
         elif key == "n_group" and _int(value):
