@@ -101,7 +101,10 @@ def run_harness(
     if mode == "cpu-emulation" and not isolate:
         from graphlint.runtime import cpu_run
 
-        results = [cpu_run.run(specs[0])]
+        try:
+            results = [cpu_run.run(specs[0])]
+        except TargetError as exc:  # as a worker reports it: classified below
+            results = [{"device": "cpu", "error": {"phase": "build", "error": str(exc), "target_error": True}}]
     else:
         from graphlint.runtime import worker
 

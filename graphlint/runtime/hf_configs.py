@@ -28,7 +28,8 @@ EXPERT_COUNTS = ("num_experts", "num_local_experts", "n_routed_experts", "moe_nu
 SHARED_COUNTS = ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts")
 TOP_KS = ("num_experts_per_tok", "moe_topk", "moe_k", "top_k", "num_experts_per_token", "moe_top_k")
 WINDOWS = ("sliding_window", "attention_chunk_size", "sliding_window_size")
-HEAD_DIM_KEY = re.compile(r"(^|_)head_dim$|head_size$|^mamba_d_head$|^attention_head_dim$")
+# rotary_dim (codegen, gptj) is the rotated part of a head: scaled with the head.
+HEAD_DIM_KEY = re.compile(r"(^|_)head_dim$|head_size$|^mamba_d_head$|^attention_head_dim$|^rotary_dim$")
 FFN_KEY = re.compile(r"intermediate_size|ffn_hidden_size|^n_inner$|^ffn_dim$")
 RANK_KEY = re.compile(r"lora_rank$|^mamba_dt_rank$")
 HEAD_COUNT_KEY = re.compile(r"num_.*heads$|^n_head.*|_n_heads$|num_heads$")
