@@ -38,7 +38,9 @@ HEAD_COUNT_KEY = re.compile(r"num_.*heads$|^n_head.*|_n_heads$|num_heads$")
 LAYER_SWITCHES = {"first_k_dense_replace": 1, "moe_layer_freq": 2, "decoder_sparse_step": 2,
                   "moe_layer_interval": 2, "num_dense_layers": 1, "moe_layer_start_index": 1,
                   "full_attention_interval": 2, "attn_layer_period": 2, "expert_layer_period": 2,
-                  "sliding_window_pattern": 2}
+                  "sliding_window_pattern": 2, "max_window_layers": 1}
+# Switches that turn a family's sliding window on (qwen2 keeps it off by default).
+SLIDING_SWITCH = re.compile(r"^use_sliding_window$|^use_sliding_attention$|^use_swa$")
 OFFSETS = {"attn_layer_offset": "attn_layer_period", "expert_layer_offset": "expert_layer_period"}
 # Mamba mixers need n_heads * d_head == inner size (expand * hidden_size, or d_ssm): the spellings
 # of (heads, head dim, expand, inner size) by family.
@@ -77,8 +79,9 @@ def _even(value: float, minimum: int = 2) -> int:
     return max(minimum, int(round(value / 2)) * 2)
 
 
-def small_dims(default) -> dict[str, Any]:
-    """Dimension overrides for `default` (an architecture's default config)."""
+def small_dims(default, window: int = WINDOW) -> dict[str, Any]:
+    """Dimension overrides for `default` (an architecture's default config); `window` 0 keeps the
+    family's own window settings."""
     keys = settable(type(default))
     heads = _get(default, "num_attention_heads")
     hidden = _get(default, "hidden_size")
@@ -124,8 +127,8 @@ def small_dims(default) -> dict[str, Any]:
             out[key] = min(value, 2)
         elif key == "topk_group" and _int(value):
             out[key] = 1
-        elif key in WINDOWS and _int(value):
-            out[key] = WINDOW
+        elif key in WINDOWS and window and (_int(value) or (key == "sliding_window" and value is None)):
+            out[key] = window  # None: a window the family supports and its checkpoints may set (starcoder2)
         elif key in LAYER_SWITCHES and _int(value):
             out[key] = min(value, LAYER_SWITCHES[key])
         elif key == "mlp_only_layers" and isinstance(value, list) and value:
@@ -228,13 +231,13 @@ def meta_model(transformers, config):
         return transformers.AutoModelForCausalLM.from_config(config)
 
 
-def small_config(transformers, model_type: str, overrides: dict[str, Any] | None = None):
+def small_config(transformers, model_type: str, overrides: dict[str, Any] | None = None, window: int = WINDOW):
     """The small config of `model_type`: small_dims, then the fewest layers (2..MAX_LAYERS) under
     which every layer kind of the architecture appears; `layer_types` is written out only when no
     layer count shows a kind the architecture's source names (lfm2's conv)."""
     config_cls = transformers.CONFIG_MAPPING[model_type]
     default = config_cls()
-    dims = {**small_dims(default), **(overrides or {})}
+    dims = {**small_dims(default, window), **(overrides or {})}
     if "num_hidden_layers" in (overrides or {}):
         return config_cls(**dims)
     full_depth = config_cls(**dims)
@@ -249,7 +252,9 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
         return config_cls(**{**dims, "num_hidden_layers": len(kinds), "layer_types": kinds})
     wanted_types = set()
     if "layer_types" in settable(config_cls) and _layer_types(full_depth) is not None:
-        wanted_types = source_layer_types(config_cls)
+        wanted_types = source_layer_types(config_cls) - (set() if window else {"sliding_attention"})
+    if window and "sliding_attention" in source_layer_types(config_cls):
+        _sliding_on(config_cls, dims, window)
     best = None
     for count in range(2, MAX_LAYERS + 1):
         try:
@@ -273,6 +278,16 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
         except Exception:  # a named kind the architecture does not build after all
             pass
     return best
+
+
+def _sliding_on(config_cls, dims: dict[str, Any], window: int) -> None:
+    """The family has sliding layers: turn its switch on and give the window a small size."""
+    keys = settable(config_cls)
+    for key in keys:
+        if SLIDING_SWITCH.match(key):
+            dims[key] = True
+    if "sliding_window" in keys and not _int(dims.get("sliding_window")):
+        dims["sliding_window"] = window
 
 
 def _with_types(config, wanted_types: set[str]) -> list[str] | None:

@@ -90,7 +90,7 @@ def cache_argument(model) -> str | None:
 
 def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128, dtype: str = "float32",
          attn: str | None = None, experts: str | None = None, seed: int = 0, layers: int | None = None,
-         weights: str = "random", prefill: int = PREFILL) -> HFDecodeStep:
+         weights: str = "random", prefill: int = PREFILL, window: int = hf_configs.WINDOW) -> HFDecodeStep:
     """Build the decode step of `model` on `device`.
 
     `model`: an architecture name (`llama`, `mixtral`, `qwen3-moe`, or any transformers model_type;
@@ -99,7 +99,8 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     folder's weights, offline). `attn`: the attention implementation (default sdpa, else eager where
     the architecture has no sdpa; the report says which ran). `experts`: the transformers experts
     implementation (eager, grouped_mm, batched_mm) for MoE models. `layers` overrides the number of
-    layers; `prefill` is the prompt length run eagerly by reset() before the decode steps.
+    layers; `prefill` is the prompt length run eagerly by reset() before the decode steps;
+    `window` the sliding window of an architecture name's small config (0: the family's own).
     Raises ValueError on bad options and TargetError (`unsupported: ...` or with the location of
     the library's exception) when the model cannot be built or run.
     """
@@ -110,8 +111,10 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     if not model:
         raise ValueError("hf target: name a model (hf:llama, hf:path/to/config.json, or --option model=...)")
     _check_options(dtype, experts, weights, batch, cache_len, prefill)
+    if not isinstance(window, int) or window < 0:
+        raise ValueError(f"window {window!r}: expected an integer >= 0 (0: the family's own window)")
     device = torch.device(device)
-    config = load_config(transformers, model, layers)
+    config = load_config(transformers, model, layers, window)
     built, attn_used = _build(transformers, model, config, device, dtype, attn, experts, weights, seed)
     if cache_argument(built) is None:
         raise TargetError(f"unsupported: {type(built).__name__}.forward takes no cache argument "
@@ -222,7 +225,7 @@ def _where(exc: BaseException) -> str:
     return f" (at {path}:{tb.tb_lineno})"
 
 
-def load_config(transformers, model: str, layers: int | None = None):
+def load_config(transformers, model: str, layers: int | None = None, window: int = hf_configs.WINDOW):
     """A config from a config.json file, a folder holding one, or an architecture name (made small)."""
     overrides = {"num_hidden_layers": layers} if layers else {}
     if os.path.isfile(model):
@@ -244,7 +247,7 @@ def load_config(transformers, model: str, layers: int | None = None):
         raise ValueError(f"unknown architecture {model!r}: give a config file or folder, or one of "
                          f"{', '.join(CHECKED)} (any transformers model_type works)")
     try:
-        return hf_configs.small_config(transformers, model_type, overrides)
+        return hf_configs.small_config(transformers, model_type, overrides, window)
     except Exception as exc:
         raise TargetError(f"{model_type}: no small config could be made from its config class: "
                           f"{type(exc).__name__}: {exc}{_where(exc)}") from None
