@@ -123,6 +123,8 @@ def _phase_line(name: str, phase: dict, runtime: dict) -> str:
             text = f"{b.get('device')}: eager {_ms(b.get('eager_ms'))}/step, replay {_ms(b.get('replay_ms'))}"
             if b.get("speedup"):
                 text += f", {b['speedup']:.2f}x"
+            if b.get("note") and runtime.get("mode") == "cpu-emulation":
+                text += f" ({b['note'].removeprefix('replay n/a without CUDA; ')})"  # what the eager figure measures
             parts.append(text)
         return "; ".join(parts)
     return ""
