@@ -13,7 +13,6 @@ from graphlint import __version__
 from graphlint.commands.options import COLOR, FORMATS, exit_code, selection_in_force
 from graphlint.commands.static import apply_baseline, static_check
 from graphlint.exits import fail, load_config, split_list
-from graphlint.exits import stdin_source as stdin_source_text
 from graphlint.report import Report
 from graphlint.views.output import render_report
 
@@ -157,3 +156,18 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
 
         static = report.static
         report.crosscheck = join_for_check(static, report.runtime, config)  # on what the step ran
+
+
+def stdin_source_text(max_bytes: int) -> str:
+    """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
+    exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
+    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
+
+    try:
+        return decode(read_stream(sys.stdin.buffer, max_bytes))
+    except TooLarge:
+        fail(f"stdin: larger than max-file-size ({max_bytes:,} bytes): not read")
+    except SourceError as error:
+        fail(f"stdin: not Python source: {error}")
+    except OSError as error:
+        fail(f"stdin: cannot read: {error.strerror or error}")

@@ -258,7 +258,7 @@ def _progress(what: str, quiet: bool):
     import threading
     import time
 
-    from graphlint.views.progress import real_stderr
+    from graphlint.terminal import real_stderr
 
     @contextlib.contextmanager
     def lines():
