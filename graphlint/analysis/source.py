@@ -1,6 +1,7 @@
-"""Source text as Python reads it: bytes decoded by the PEP 263 cookie or the BOM
-(`tokenize.detect_encoding`), lines split only where the tokenizer ends a line, and the deepest
-bracket nesting, measured without parsing so that input the parser cannot survive never reaches it.
+"""Source text as Python reads it: bytes read from regular files only, with a byte limit,
+decoded by the PEP 263 cookie or the BOM (`tokenize.detect_encoding`), lines split only where
+the tokenizer ends a line, and the deepest bracket nesting, measured without parsing so that
+input the parser cannot survive never reaches it.
 """
 from __future__ import annotations
 
@@ -18,8 +19,21 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 _OPENING = frozenset("([{")
 
 
+from graphlint.reading import NotSource, TooLarge, read_source, read_stream  # noqa: F401 - read here, decoded below
+
+
 class SourceError(ValueError):
     """The bytes are not Python source in any encoding Python would accept."""
+
+
+def encoded_as_declared(text: str) -> bytes:
+    """`text` (decoded by `decode`) as bytes in the encoding its own cookie declares, so that a
+    copy on disk decodes to the same text."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(text.encode("utf-8", "surrogatepass")).readline)
+        return text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
+    except (SyntaxError, LookupError, UnicodeEncodeError):
+        return text.encode("utf-8", "surrogatepass")
 
 
 def decode(data: bytes) -> str:

@@ -9,6 +9,7 @@ A value is a tuple whose first item is its tag:
   (EXT, dotted)   a library object (torch, the standard library): calls into it are not listed
   (PEXT, dotted)  from a project module that is not among the linted files
   (DYN, why)      not known statically (an unannotated parameter, a computed value)
+  (LAMBDA, body, scope)  a lambda: calling it evaluates its body where it was defined
 where a class or function is (path, qualname).
 """
 from __future__ import annotations
@@ -18,21 +19,20 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph.regions import module_name
 
-INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
-LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"
-EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project outside the lint, unknown
+from graphlint.callgraph.calls import CallResults
+from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LAMBDA,  # noqa: F401
+                                      LIST, MOD, PEXT, SUPER, TUPLE, join as _join)
 
-_EMPTY: frozenset = frozenset()
+# A base with more subclasses than this says little about what `self` holds.
+_MAX_SUBCLASSES = 8
 _BUILTINS = frozenset(dir(builtins))
-_LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
-                         "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
-                         "AbstractSet", "Reversible"})
-_DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "ModuleDict"})
-_WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
-_SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
+# nn.Module methods that return the module (`Model(cfg).to(device).eval()`):
+# graphlint/data/call_graph.toml.
+RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
 
 
 def _freeze(value: Any) -> Any:
@@ -99,7 +99,7 @@ def _namespace_portion(folder: Path) -> bool:
         (up / "__init__.py").is_file() for up in (folder.parent, folder.parent.parent) if up != up.parent)
 
 
-class Project:
+class Project(CallResults):
     """Every linted file's facts, indexed, and the evaluator of the facts' expressions."""
 
     def __init__(self, files: Sequence[Mapping[str, Any]], root: Path):
@@ -155,6 +155,8 @@ class Project:
                     "env": {k: _freeze(v) for k, v in data.get("env", {}).items()},
                     "calls": _freeze(data.get("calls", [])),
                     "returns": _freeze(data.get("returns", [])),
+                    "yields": _freeze(data.get("yields", [])),
+                    "once": _freeze(data.get("once", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
                 if "captures" in data:
@@ -166,6 +168,8 @@ class Project:
         self._active: set[tuple] = set()
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
+        self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
+        self._passing: set[tuple] = set()
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -216,7 +220,13 @@ class Project:
             return self.annotation(expr[1], scope)
         if tag == "enter":
             out: set = set()
-            for value in self.eval(expr[1], scope):
+            made = expr[1]
+            if type(made) is tuple and made[:1] == ("c",):
+                # `with patch_model(model) as forward:` on a @contextmanager: what it yields.
+                for value in self.eval(made[1], scope):
+                    if value[0] == FN and "contextmanager" in self.functions.get(value[1], {}).get("decorators", ()):
+                        out |= self.yields_of(value)
+            for value in self.eval(made, scope):
                 if value[0] == INST:
                     out |= self.returns_of(self.member(value[1], "__enter__", value[1]))
             return out
@@ -224,6 +234,8 @@ class Project:
             return self.element(self.eval(expr[1], scope))
         if tag == "?":
             return {(DYN, "a computed value")}
+        if tag == "lam":
+            return {(LAMBDA, expr[1], scope)}
         return _EMPTY
 
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:
@@ -258,10 +270,15 @@ class Project:
                     found.add((DICT, _EMPTY, frozenset({(DYN, f"keyword arguments `**{name}`")})))
                 elif param.startswith("*"):
                     found.add((LIST, frozenset({(DYN, f"positional arguments `*{name}`")})))
-                elif annotation is not None:
-                    found |= self.annotation(annotation, (path, qualname, self_class))
                 else:
-                    found.add((DYN, f"parameter `{name}`"))
+                    declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
+                        else set()
+                    if declared and not all(v[0] in (DYN, EXT) for v in declared):
+                        found |= declared
+                    else:
+                        # Unannotated, or `Callable` / `nn.Module`: what the call sites pass.
+                        passed = self.passed_arguments(path, qualname, index, param)
+                        found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:
                 bound = True
@@ -325,57 +342,6 @@ class Project:
         return {(EXT, dotted)}
 
     # ----- types ------------------------------------------------------------------------------
-    def annotation(self, ann: Any, scope: tuple) -> set:
-        if not ann:
-            return set()
-        if type(ann) is str:
-            name, args = ann, ()
-        elif ann[0] == "tu":
-            out: set = set()
-            for part in ann[1]:
-                out |= self.annotation(part, scope)
-            return out
-        else:
-            _, name, args = ann
-        short = name.rsplit(".", 1)[-1]
-        if name in ("None", "...", "[]"):
-            return set()
-        if short in _WRAPPERS:
-            return self.annotation(args[0], scope) if args else set()
-        if short == "Union":
-            out = set()
-            for part in args:
-                out |= self.annotation(part, scope)
-            return out
-        if short in ("tuple", "Tuple"):
-            if len(args) == 2 and args[1] == "...":
-                return {(LIST, frozenset(self.annotation(args[0], scope)))}
-            return {(TUPLE, tuple(frozenset(self.annotation(a, scope)) for a in args))}
-        if short in _LIST_TYPES:
-            return {(LIST, frozenset(self.annotation(args[0], scope)) if args else _EMPTY)}
-        if short in _DICT_TYPES:
-            key = frozenset(self.annotation(args[0], scope)) if len(args) > 0 else _EMPTY
-            value = frozenset(self.annotation(args[1], scope)) if len(args) > 1 else _EMPTY
-            return {(DICT, key, value)}
-        if short in ("type", "Type"):
-            return {(CLS, v[1]) for v in self.annotation(args[0], scope) if v[0] == INST} if args else set()
-        if short == "Callable":
-            return {(DYN, "a value annotated Callable")}
-        head, *rest = name.split(".")
-        values = frozenset(self.name(head, scope))
-        for attr in rest:
-            values = frozenset(self.attr(values, attr))
-        out = set()
-        for value in values:
-            if value[0] == CLS:
-                # A value typed as a class may be any linted subclass: calls on it reach every
-                # override (`self.layers[i].update(...)` on a cache layer base class).
-                out.add((INST, value[1]))
-                out.update((INST, sub) for sub in self.subclasses(value[1]))
-            elif value[0] in (EXT, PEXT):
-                out.add(value)
-        return out
-
     def mro(self, cls: tuple[str, str]) -> tuple[list, list]:
         """Linted classes in method-resolution order (depth-first, left to right, as C3 for
         single inheritance), and the bases outside the linted files."""
@@ -398,6 +364,10 @@ class Project:
                     outside.append(value)
         self._mro[cls] = (order, outside)
         return order, outside
+
+    def defines(self, cls: tuple[str, str], method: str) -> bool:
+        """Whether a linted class of `cls`'s MRO defines `method`."""
+        return any(method in self.classes[owner]["methods"] for owner in self.mro(cls)[0])
 
     def subclasses(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
         """The linted classes that derive from `cls` (directly or not)."""
@@ -435,6 +405,14 @@ class Project:
             return {(base[0], f"{base[1]}.{attr}")}
         if after is not None:
             return set()
+        # A base class's method reading what only its subclasses set (`transformer_layer_infer_class
+        # = None` on the base, the class itself on each model): `self` is one of them.
+        subclasses = self.subclasses(cls)
+        if subclasses and len(subclasses) <= _MAX_SUBCLASSES:
+            for sub in subclasses:
+                found |= {v for v in self.member(sub, attr, sub) if v[0] != DYN}
+            if found:
+                return found
         return {(DYN, f"`{attr}`, which {cls[1]} does not define")}
 
     def attr(self, values: frozenset, attr: str) -> set:
@@ -452,6 +430,8 @@ class Project:
             elif tag in (LIST, TUPLE, DICT):
                 if attr in _CONTAINER_METHODS:
                     out.add((BOUND, attr, value))
+                elif tag == DICT:
+                    out |= value[2]  # a ModuleDict's entries are its attributes (`self.transformer.h`)
             elif tag in (EXT, PEXT):
                 out.add((tag, _join(value[1], attr)))
             elif tag == DYN:
@@ -467,47 +447,6 @@ class Project:
         if submodule in self.modules:
             return {(MOD, submodule)}
         return {(PEXT, submodule)}
-
-    # ----- containers ---------------------------------------------------------------------------
-    def element(self, values: frozenset) -> set:
-        out: set = set()
-        for value in values:
-            tag = value[0]
-            if tag == LIST:
-                out |= value[1]
-            elif tag == TUPLE:
-                for part in value[1]:
-                    out |= part
-            elif tag == DICT:
-                out |= value[1]
-            elif tag in (EXT, PEXT):
-                out.add((tag, _join(value[1], "[]")))
-            elif tag == DYN:
-                out.add(value)
-        return out
-
-    def index(self, values: frozenset, position: int | None) -> set:
-        out: set = set()
-        for value in values:
-            tag = value[0]
-            if tag == TUPLE and position is not None and -len(value[1]) <= position < len(value[1]):
-                out |= value[1][position]
-            elif tag == DICT:
-                out |= value[2]
-            elif tag == INST:
-                out |= self.returns_of(self.member(value[1], "__getitem__", value[1]))
-            else:
-                out |= self.element(frozenset({value}))
-        return out
-
-    def sliced(self, values: frozenset) -> set:
-        out: set = set()
-        for value in values:
-            if value[0] == TUPLE:
-                out.add((LIST, frozenset().union(*value[1]) if value[1] else _EMPTY))
-            elif value[0] in (LIST, EXT, PEXT, DYN):
-                out.add(value)
-        return out
 
     # ----- calls --------------------------------------------------------------------------------
     def returns_of(self, callees: Iterable[tuple]) -> set:
@@ -528,6 +467,16 @@ class Project:
             out |= annotated
         return out
 
+    def yields_of(self, value: tuple) -> set:
+        key, self_class = value[1], value[2]
+        function = self.functions[key]
+        if self_class is None and function["class"]:
+            self_class = (key[0], function["class"])
+        out: set = set()
+        for expr in function["yields"]:
+            out |= self.eval(expr, (key[0], key[1], self_class))
+        return out
+
     def call_targets(self, values: frozenset) -> list[tuple]:
         """The functions a call of these values runs: FN values with their `self` class."""
         targets: list[tuple] = []
@@ -542,19 +491,39 @@ class Project:
             elif tag == CLS:
                 targets.extend(v for v in self.member(value[1], "__init__", value[1]) if v[0] == FN)
             elif tag == INST:
-                for method in ("__call__", "forward"):
-                    order, _ = self.mro(value[1])
-                    if any(method in self.classes[c]["methods"] for c in order):
-                        targets.extend(v for v in self.member(value[1], method, value[1]) if v[0] == FN)
+                found = self._called(value[1])
+                if not found and not self.mro(value[1])[1]:
+                    # A mixin's `self` called (`decode(ids, self)` in a GenerationMixin): the
+                    # linted classes that mix it in.
+                    subclasses = self.subclasses(value[1])
+                    if len(subclasses) <= _MAX_SUBCLASSES:
+                        for sub in subclasses:
+                            found.extend(self._called(sub))
+                targets.extend(found)
         # `values` is a set, iterated in an order that changes with the process's hash seed: in a
         # fixed order, the graph reaches each function along the same chain in every run.
         return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
+
+    def _called(self, cls: tuple[str, str]) -> list[tuple]:
+        """What calling an instance of `cls` runs: its `__call__` and `forward`."""
+        found: list[tuple] = []
+        order, _ = self.mro(cls)
+        for method in ("__call__", "forward"):
+            if any(method in self.classes[c]["methods"] for c in order):
+                found.extend(v for v in self.member(cls, method, cls) if v[0] == FN)
+        return found
 
     def call_result(self, expr: tuple, scope: tuple) -> set:
         func = self.eval(expr[1], scope)
         args = expr[2] if len(expr) > 2 else ()
         kwargs = dict(expr[3]) if len(expr) > 3 else {}
         out: set = set()
+        callee = expr[1]
+        if type(callee) is tuple and callee[0] == "a" and callee[2] in RETURNS_RECEIVER:
+            # `Model(cfg).to(device)`: a module method the linted class does not override
+            # returns the module itself.
+            out.update(value for value in self.eval(callee[1], scope)
+                       if value[0] == INST and not self.defines(value[1], callee[2]))
         for value in func:
             tag = value[0]
             if tag == FN:
@@ -573,6 +542,8 @@ class Project:
                 out.add((PEXT, _join(value[1], "()")))
             elif tag == DYN:
                 out.add((DYN, f"the result of {value[1]}"[:120]))
+            elif tag == LAMBDA:
+                out |= self.eval(value[1], value[2])
         return out
 
     def _arg(self, args: Sequence, index: int, scope: tuple) -> frozenset:
@@ -582,86 +553,3 @@ class Project:
         if type(arg) is tuple and arg[0] == "star":
             return frozenset(self.element(self.eval(arg[1], scope)))
         return self.eval(arg, scope)
-
-    def _builtin_call(self, name: str, args: Sequence, kwargs: dict, scope: tuple) -> set:
-        if name in _SEQ_BUILTINS:
-            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
-        if name == "enumerate":
-            return {(LIST, frozenset({(TUPLE, (_EMPTY, frozenset(self.element(self._arg(args, 0, scope)))))}))}
-        if name == "zip":
-            parts = tuple(frozenset(self.element(self._arg(args, i, scope))) for i in range(len(args)))
-            return {(LIST, frozenset({(TUPLE, parts)}))}
-        if name == "next":
-            return self.element(self._arg(args, 0, scope))
-        if name == "dict":
-            keys: set = set()
-            values: set = set()
-            for value in self._arg(args, 0, scope):
-                if value[0] == DICT:
-                    keys |= value[1]
-                    values |= value[2]
-                for item in (value[1] if value[0] == LIST else ()):
-                    if item[0] == TUPLE and len(item[1]) == 2:
-                        keys |= item[1][0]
-                        values |= item[1][1]
-            for expr in kwargs.values():
-                values |= self.eval(expr, scope)
-            return {(DICT, frozenset(keys), frozenset(values))}
-        if name == "getattr" and len(args) >= 2 and type(args[1]) is tuple and args[1][0] == "str":
-            found = self.attr(self._arg(args, 0, scope), args[1][1])
-            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
-        if name == "super":
-            path, qualname, self_class = scope
-            function = self.functions.get((path, qualname or ""))
-            start = None
-            if args:
-                start = next((v[1] for v in self._arg(args, 0, scope) if v[0] == CLS), None)
-            elif function is not None and function["class"]:
-                start = (path, function["class"])
-            return {(SUPER, start, self_class or start)} if start is not None else set()
-        return set()
-
-    def _container_call(self, method: str, container: tuple) -> set:
-        tag = container[0]
-        keys = container[1] if tag == DICT else _EMPTY
-        values = container[2] if tag == DICT else frozenset(self.element(frozenset({container})))
-        if method == "items":
-            return {(LIST, frozenset({(TUPLE, (keys, values))}))}
-        if method == "values":
-            return {(LIST, values)}
-        if method == "keys":
-            return {(LIST, keys)}
-        if method == "copy":
-            return {container}
-        return set(values)
-
-    def _library_call(self, dotted: str, args: Sequence, scope: tuple) -> set:
-        short = dotted.rsplit(".", 1)[-1]
-        if short in ("ModuleList", "ParameterList"):
-            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
-        if short == "Sequential":
-            items: set = set()
-            for index in range(len(args)):
-                items |= self._arg(args, index, scope)
-            return {(LIST, frozenset(items))}
-        if short == "ModuleDict":
-            items = set()
-            for value in self._arg(args, 0, scope):
-                if value[0] == DICT:
-                    items |= value[2]
-            return {(DICT, _EMPTY, frozenset(items))}
-        if dotted in ("itertools.islice", "itertools.chain"):
-            # `islice(self.layers, start, end)` (pipeline-parallel models) iterates the modules.
-            count = 1 if short == "islice" else len(args)
-            items = set()
-            for index in range(count):
-                items |= self.element(self._arg(args, index, scope))
-            return {(LIST, frozenset(items))}
-        if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
-            return set(self._arg(args, 0, scope))  # calling a partial calls its function
-        return {(EXT, _join(dotted, "()"))}
-
-
-def _join(base: str, attr: str) -> str:
-    joined = f"{base}{attr}" if attr in ("()", "[]") else f"{base}.{attr}"
-    return joined if len(joined) <= 120 else joined[:117] + "..."

@@ -20,12 +20,11 @@ from graphlint.views.output import write_output
 @click.option("--cache-dir", type=click.Path(file_okay=False), default=None)
 def clean(cache_dir: str | None) -> None:
     """Remove the cache folder."""
-    import shutil
+    from graphlint.engine.cache import remove_folder
 
     config = load_config(None)
     folder = Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
-    if folder.exists():
-        shutil.rmtree(folder)
+    if remove_folder(folder):  # only a folder with graphlint's CACHEDIR.TAG (else exit 2, naming it)
         click.echo(f"removed {folder}")
 
 
@@ -89,5 +88,5 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
         click.echo(f"graphlint: wrote {output} ({result.verdict()}: {len(result.rows)} reachable functions)", err=True)
     elif text:
         sys.stdout.write(text)
-    sys.exit(EXIT_VIOLATIONS if result.verdict() == "fail" else EXIT_OK)
+    sys.exit(EXIT_OK if result.verdict() == "pass" else EXIT_VIOLATIONS)  # INCOMPLETE never passes
 

@@ -95,7 +95,7 @@ def run_check(paths: tuple[str, ...], options: dict[str, Any]) -> int:
     if options["stdin_filename"] is not None or "-" in paths:
         if [p for p in paths if p != "-"]:
             fail("read from stdin (`-` or --stdin-filename) or check PATHS, not both")
-        stdin_source = {options["stdin_filename"] or "-": sys.stdin.read()}
+        stdin_source = {options["stdin_filename"] or "-": stdin_source_text(config.max_file_size)}
     quiet = options["quiet"]
     if options["statistics"] and options["fmt"] not in ("text", "json"):
         fail("--statistics prints text or json (--format text|json)")
@@ -153,7 +153,22 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
         report.runtime = {"verdict": "error", "error": str(error)}
         report.errors.append(f"runtime: {error}")
     else:
-        from graphlint.runtime.crosscheck import join
+        from graphlint.runtime.lint_target import join_for_check
 
         static = report.static
-        report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
+        report.crosscheck = join_for_check(static, report.runtime, config)  # on what the step ran
+
+
+def stdin_source_text(max_bytes: int) -> str:
+    """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
+    exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
+    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
+
+    try:
+        return decode(read_stream(sys.stdin.buffer, max_bytes))
+    except TooLarge:
+        fail(f"stdin: larger than max-file-size ({max_bytes:,} bytes): not read")
+    except SourceError as error:
+        fail(f"stdin: not Python source: {error}")
+    except OSError as error:
+        fail(f"stdin: cannot read: {error.strerror or error}")

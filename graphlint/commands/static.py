@@ -14,9 +14,9 @@ def static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...]
                   force_exclude: bool = False, stdin_source: dict[str, str] | None = None, quiet: bool = False):
     """Run the static half with fingerprinted findings; with `diff_rev`, report only changed files.
 
-    With entry points configured, the regions of a file depend on the whole package: files named
-    on the command line (as pre-commit names the staged ones) are analysed together with the
-    configured paths and only the named ones are reported, as --diff does."""
+    The regions of a file depend on the whole project: files named on the command line (as
+    pre-commit names the staged ones) are analysed with the configured project and only the
+    named ones are reported (graphlint.engine.run.check_in_project), as --diff does."""
     from graphlint.discovery import PathProblem
     from graphlint.engine import check as run_check, collect_tasks
     from graphlint.engine.selectors import SelectorError, validate_cli
@@ -36,9 +36,14 @@ def static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...]
     try:
         if stdin_source is not None:
             tasks, changed = stdin_tasks(stdin_source, config, project, force_exclude)
-        elif paths and config.entry_points and diff_rev is None:
-            changed = [rel for rel, _ in collect_tasks(paths, config, force_exclude=force_exclude)]
-            analysed = [*project, *paths]
+        elif paths and diff_rev is None:
+            # Regions belong to the project: the named files are reported, the project analysed.
+            from graphlint.engine.run import check_in_project
+            from graphlint.views.progress import static_progress
+
+            with static_progress(quiet) as progress:
+                return paths, check_in_project(paths, config, select, ignore, jobs=jobs, cache_dir=cache_folder,
+                                               force_exclude=force_exclude, progress=progress)
         if diff_rev is not None:
             from graphlint.gating import diff
             from graphlint.discovery import relative_posix
@@ -93,10 +98,13 @@ def stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str]
     if force_exclude and is_excluded(rel, (*excluded, *config.extend_exclude)):
         return [], [rel]
     fd, tmp = tempfile.mkstemp(suffix=".py", prefix="graphlint-stdin-")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    from graphlint.analysis.source import encoded_as_declared
+
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(encoded_as_declared(text))  # in its own encoding: the copy decodes to the same text
     atexit.register(os.unlink, tmp)
-    tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.entry_points else []
+    # The project gives the source its regions, as it gives a named file its own.
+    tasks = [task for task in collect_tasks(project, config) if task[0] != rel] if config.source else []
     return [*tasks, (rel, tmp)], [rel]
 
 

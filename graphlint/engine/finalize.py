@@ -14,6 +14,8 @@ from graphlint.discovery import is_excluded
 from graphlint.report import Finding
 from graphlint.rules import BY_CODE, BY_NAME
 
+INTERMEDIATE = "GL405"  # where GL401's returned allocations go below the region's root
+
 
 def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     def hit(patterns: Sequence[str]) -> int:
@@ -29,6 +31,24 @@ def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     chosen = hit(select) if select else (0 if BY_CODE[code].default_enabled else -1)
     dropped = hit(ignore)
     return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
+
+
+def _by_region(raw: dict, placement: Placement) -> dict:
+    """A finding whose verdict depends on where its function sits: an allocation the function
+    returns outlives the step only when the function is its region's root (the captured
+    callable, an entry point, a sweep's function); returned to a caller inside the step it is an
+    intermediate (GL401 -> GL405, off by default)."""
+    if raw.get("escape") != "returned" or len(placement.reached_via) <= 1:
+        return raw
+    rule = BY_CODE[INTERMEDIATE]
+    caller = placement.reached_via[-2]
+    return {**raw, "rule": rule.code, "message": f"{rule.message} (returned to `{caller}`, inside the step)",
+            "fix": rule.fix}
+
+
+def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    """Whether rule `code` is in force under this selection (the longest matching prefix wins)."""
+    return _selected(code, select, ignore)
 
 
 def _resolve_code(token: str) -> str | None:
@@ -52,12 +72,17 @@ def _did_you_mean(token: str) -> str:
 
 
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
-             placements: dict | None = None, warmed_up: set | frozenset = frozenset()) -> list[Finding]:
+             placements: dict | None = None, warmed_up: set | frozenset = frozenset(),
+             incomplete: Sequence[dict[str, Any]] = ()) -> list[Finding]:
     """Turn per-file analyses into report findings under the config (pure and ordered).
-    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510)."""
+    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510).
+    `incomplete`: capture sites whose region the call graph could not follow (GL905)."""
     if placements is None:
         placements = default_placements(files, config.host, config.eager)
     findings: list[Finding] = []
+    incomplete_by_path: dict[str, list[dict[str, Any]]] = {}
+    for site in incomplete:
+        incomplete_by_path.setdefault(site["path"], []).append(site)
     for file in files:
         path = file["path"]
         file_ignores = [code for pattern, codes in config.per_file_ignores.items()
@@ -74,6 +99,12 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                           "statement_line": error["line"],
                                           "message": f"{BY_CODE[code].message}: {error['message']}",
                                           "fix": BY_CODE[code].fix, "region": "module", "reached_via": ()}))
+        for site in incomplete_by_path.get(path, ()):
+            candidates.append((None, {"rule": "GL905", "function": site["function"], "line": site["line"],
+                                      "col": site.get("col", 1), "end_line": site["line"],
+                                      "end_col": site.get("col", 1), "statement_line": site["line"],
+                                      "message": site["message"], "fix": BY_CODE["GL905"].fix, "region": "host",
+                                      "reached_via": (), "region_reason": site.get("reason", "")}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
@@ -96,8 +127,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             if placement.region == EAGER and rule.capture_only:
                 continue
-            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via,
-                                      "region_reason": placement.reason}))
+            candidates.append((None, {**_by_region(raw, placement), "region": placement.region,
+                                      "reached_via": placement.reached_via, "region_reason": placement.reason}))
         for line, items in sup_by_line.items():
             for item in items:
                 for token in item.codes:
