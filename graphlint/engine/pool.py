@@ -433,7 +433,10 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
         # looked up, and the old content must never find the new content's findings.
         digest = value.pop("content_digest", None)
         rel, full = tasks[index]
-        keys[index] = cache.key(digest, _cache_name(rel, full in named)) if cache.folder and digest else ""
+        # A worker that died on the file reports no digest: the key it was looked up under stays
+        # (the result is not stored under it, but the project's cached regions are keyed by it).
+        if cache.folder and digest:
+            keys[index] = cache.key(digest, _cache_name(rel, full in named))
         # A file that hit a limit (time, crash) is tried again next run, never cached.
         cacheable = bool(keys[index]) and not value.get("limit")
         keep(index, value, cacheable and cache.put(keys[index], value))
