@@ -268,19 +268,36 @@ def _submodule_classes(project: Project) -> set[tuple[str, str]]:
     return held
 
 
-def _forward_roots(project: Project) -> list[tuple[tuple, str]]:
+def _import_closure(project: Project, paths: set[str]) -> set[str]:
+    """The linted files `paths` import, directly or not (themselves included)."""
+    seen: set[str] = set()
+    stack = list(paths)
+    while stack:
+        path = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        stack.extend(project.imported_files(path) - seen)
+    return seen
+
+
+def _forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tuple[tuple, str]]:
     """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
     submodule (an LM head or a sampler held by the model and called outside its forward is not
-    per-step unless a forward reaches it)."""
+    per-step unless a forward reaches it). Modules in `covered` files (what the files holding a
+    resolved capture site import) are left to the capture sites."""
     roots = []
     held: set[tuple[str, str]] | None = None
     for cls, info in project.classes.items():
+        if cls[0] in covered:
+            continue
         key = (cls[0], f"{cls[1]}.forward")
         if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
             if held is None:
                 held = _submodule_classes(project)
             if cls not in held:
-                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
+                why = "no capture site imports its file" if covered else "no resolved capture site"
+                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
     return roots
 
 
@@ -304,7 +321,13 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     unresolved: dict[tuple, dict] = {}
     site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
     has_sites = bool(sites)
-    fallback = _forward_roots(project) if (blind or not has_sites) else []
+    if blind or not has_sites:
+        fallback = _forward_roots(project)
+    else:
+        # A capture site speaks for the code its file can reach, not for a whole tree of
+        # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
+        covered = _import_closure(project, {key[0] for key, *_ in sites})
+        fallback = _forward_roots(project, covered)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback

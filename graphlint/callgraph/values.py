@@ -323,6 +323,26 @@ class Project(CallResults):
         base = package[: len(package) - (level - 1)]
         return self.resolve_absolute(".".join(base + ([rest] if rest else [])), relative=True)
 
+    def imported_files(self, path: str) -> set[str]:
+        """The linted files the imports of `path` name (a module, or the module a name comes from)."""
+        out: set[str] = set()
+        for target in self.imports.get(path, {}).values():
+            dotted = target
+            if target.startswith("."):
+                level = len(target) - len(target.lstrip("."))
+                parts = self.module_of.get(path, "").split(".")
+                package = parts if self.is_package.get(path) else parts[:-1]
+                if level - 1 > len(package):
+                    continue
+                dotted = ".".join(package[: len(package) - (level - 1)] + ([target[level:]] if target[level:] else []))
+            parts = dotted.split(".")
+            for k in range(len(parts), 0, -1):
+                found = self.modules.get(".".join(parts[:k]))
+                if found is not None:
+                    out.add(found)
+                    break
+        return out
+
     def resolve_absolute(self, dotted: str, relative: bool) -> set:
         parts = dotted.split(".")
         for k in range(len(parts), 0, -1):
