@@ -44,9 +44,19 @@ class Escapes:
                 self._params.add(star.name.value)
         self._globals: set[str] = set()
         self._locals: set[str] = set()  # names the function binds itself (objects it owns) ...
+        if function.name.value == "__init__" and ctx.parents and self._first_param(function) == "self":
+            # A constructor builds a new object: what it keeps on `self` goes where the caller
+            # puts the object, as with a local the function builds.
+            self._params.discard("self")
+            self._locals.add("self")
         self._borrowed: set[str] = set()  # ... unless bound to state it reaches (`cache = self.cache`)
         if self._allocations:
             self._block(function.body, {})
+
+    @staticmethod
+    def _first_param(function: cst.FunctionDef) -> str | None:
+        params = [*function.params.posonly_params, *function.params.params]
+        return params[0].name.value if params else None
 
     def fate(self, call: cst.Call) -> str | None:
         return self._fates.get(id(call))
@@ -84,11 +94,12 @@ class Escapes:
         return frozenset()
 
     def _gathers(self, node: cst.Subscript) -> bool:
-        """Advanced indexing of a tensor (a device or host tensor, or a list, as an index)."""
+        """Advanced indexing of a tensor (a tensor, a list or a value of unknown kind as an index)."""
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and (isinstance(index.value, cst.List)
-                                                 or self._ctx.value(index.value).kind in ("device", "host_tensor")):
+            # Anything but a Python int (or a slice) may be a tensor: reading through it copies.
+            if isinstance(index, cst.Index) and not isinstance(index.value, (cst.Integer, cst.Ellipsis)) \
+                    and self._ctx.value(index.value).kind not in ("host", "none"):
                 return True
         return False
 
