@@ -85,6 +85,10 @@ class PerStepAllocation(Rule):
         "    pixels *= mask\n    return pixels\n",
         "def f(out: dict, table_idx: torch.Tensor):\n    table = torch.zeros(21, 37, device=table_idx.device)\n"
         "    out['mask'] = table[table_idx]\n    return out\n",
+        # An object the step builds (attention metadata made per step): its constructor's tensors
+        # live one step.
+        "class Seqlen:\n    def __init__(self, input_lengths: torch.Tensor):\n"
+        "        self.cu_seqlen_q = torch.arange(input_lengths.shape[0] + 1, device=input_lengths.device)\n",
         # Copied into a static cache in place: the data outlives the step, the tensor does not.
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
@@ -139,6 +143,11 @@ class PerStepAllocation(Rule):
         if escapes is None and function is not None:
             escapes = self._escapes = Escapes(function, ctx, lambda call: self._allocation(call, ctx) is not None)
         fate = escapes.fate(node) if escapes is not None else None
+        where = escapes.where.get(id(node), "") if escapes is not None else ""
+        if fate == STORED and function is not None and function.name.value == "__init__" and where.startswith("`self"):
+            # A constructor reached from the step builds its object in the step (a per-step
+            # metadata object): what it keeps lives as long as that object, one step.
+            fate = None
         if fate == STORED:
             where = escapes.where.get(id(node), "state that outlives the step")
             ctx.report(self, node, message=f"{op} allocates a tensor kept in {where}: it outlives the step, "
@@ -275,6 +284,14 @@ def _constant(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Name):
         return node.value in ("True", "False")
     return isinstance(node, (cst.List, cst.Tuple)) and all(_constant(e.value) for e in node.elements)
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    """A literal number (`0`, `-1.0`, `float("-inf")`)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "float" \
+            and len(node.args) == 1 and isinstance(node.args[0].value, cst.SimpleString):
+        return True
+    return _constant(node) and not isinstance(node, (cst.List, cst.Tuple))
 
 
 def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
@@ -441,6 +458,9 @@ class ScalarWriteToDevice(Rule):
         "class D(nn.Module):\n    def __init__(self, dev):\n        super().__init__()\n        self.tok_pinned = torch.zeros(1, dtype=torch.long, pin_memory=True)\n        self.tok = torch.zeros(1, dtype=torch.long, device=dev)\n    def set_token(self, tid: int):\n        self.tok_pinned[0] = tid\n        self.tok.copy_(self.tok_pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor):\n    m = x < 0\n    x[m] = 0.0\n",
         "def f(x: torch.Tensor, y: torch.Tensor):\n    x[0] = y\n",
+        # A literal into a slice is fill_ (litgpt's top-p mask, its sliding-window mask).
+        "def f(remove: torch.Tensor):\n    remove[-1:] = 0\n",
+        "def f(mask: torch.Tensor, i: int, start: int):\n    mask[i, start : i + 1] = float('-inf')\n",
         # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
         "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
         "    for seq_id, processor in enumerate(processors):\n"
@@ -450,6 +470,8 @@ class ScalarWriteToDevice(Rule):
         "def f(tok_buf: torch.Tensor, next_token: int):\n    tok_buf[0] = next_token\n",
         "class M:\n    def __init__(self, dev):\n        self.tok_buf = torch.zeros(2, 1, dtype=torch.long, device=dev)\n    def set_tokens(self, tokens):\n        for b, token in enumerate(tokens):\n            self.tok_buf[b, 0] = token\n",
         "def f(offsets: torch.Tensor, g: int, n: int):\n    offsets[g] = n * 128\n",
+        # One element: a copy from host memory even for a literal.
+        "def f(flags: torch.Tensor):\n    flags[0] = 1\n",
     ]
 
     def visit_Assign(self, node: cst.Assign, ctx: Context) -> None:
@@ -468,6 +490,10 @@ class ScalarWriteToDevice(Rule):
             # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv). A
             # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
             if value.kind == "unknown" and _call_on_device(ctx, node.value):
+                continue
+            # Into a slice a scalar is `fill_` (torch's indexing copy_to): no copy, and a
+            # literal never changes. Into one element it is a copy from host memory.
+            if not element_write and _literal(node.value):
                 continue
             if value.kind == "host" or element_write:
                 ctx.report(self, sub)

@@ -134,8 +134,13 @@ def test_an_unresolved_capture_callee_falls_back_to_every_module_forward(tmp_pat
                 return graph
         """))
     findings = check([tmp_path], Config(root=tmp_path), jobs=1)
-    assert {(f.rule, f.function) for f in findings.findings} == {("GL303", "Layer.forward")}
-    assert findings.findings[0].region_reason.startswith("forward of nn.Module Layer")
+    # The fallback is said at the capture site (GL905), never silent.
+    assert {(f.rule, f.function) for f in findings.findings} == {("GL303", "Layer.forward"),
+                                                                ("GL905", "Runner.capture")}
+    by_rule = {f.rule: f for f in findings.findings}
+    assert by_rule["GL303"].region_reason.startswith("forward of nn.Module Layer")
+    assert by_rule["GL905"].severity == "warning" and by_rule["GL905"].line == 16
+    assert "`self.model`" in by_rule["GL905"].message and "every nn.Module forward" in by_rule["GL905"].message
     assert any("capture site" in u["reason"] for u in findings.unresolved_calls)
 
 

@@ -15,6 +15,7 @@ import torch
 
 from graphlint.runtime import hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor
+from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) of the bundled model
@@ -77,6 +78,7 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
                                           lines=executed)
     result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
     result["executed"] = executed.as_report()
+    result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
     if stop_first:
         # Error mode stops at the first event; the other phases need whole steps.
         traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True), steps)

@@ -21,6 +21,7 @@ import torch
 
 from graphlint.runtime import catalog, hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor, no_tensor_output, tensors_of
+from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
@@ -148,6 +149,7 @@ class _DeviceRun:
         with torch.cuda.stream(self.stream), sync_debug(it, mode):
             traces, stopped = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps), lines=executed)
         self.result["executed"] = executed.as_report()
+        self.result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
         torch.cuda.synchronize(self.device)
         if stopped and mode == "error" and SYNC_MESSAGE in stopped["error"]:
             # torch's error mode raised inside the op: name it like a warning would have.

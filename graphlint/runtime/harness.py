@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphlint.runtime import targets
+from graphlint.runtime import record, targets
 from graphlint.runtime.targets import TargetError, UsageError
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
@@ -110,6 +110,7 @@ def run_harness(
     if build_errors and len(build_errors) == len(results):
         raise TargetError(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
+    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.record)
     runtime["torch"] = torch.__version__
     runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
     runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench,
