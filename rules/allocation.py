@@ -143,11 +143,6 @@ class PerStepAllocation(Rule):
         if escapes is None and function is not None:
             escapes = self._escapes = Escapes(function, ctx, lambda call: self._allocation(call, ctx) is not None)
         fate = escapes.fate(node) if escapes is not None else None
-        where = escapes.where.get(id(node), "") if escapes is not None else ""
-        if fate == STORED and function is not None and function.name.value == "__init__" and where.startswith("`self"):
-            # A constructor reached from the step builds its object in the step (a per-step
-            # metadata object): what it keeps lives as long as that object, one step.
-            fate = None
         if fate == STORED:
             where = escapes.where.get(id(node), "state that outlives the step")
             ctx.report(self, node, message=f"{op} allocates a tensor kept in {where}: it outlives the step, "
