@@ -89,6 +89,13 @@ class PerStepAllocation(Rule):
         # live one step.
         "class Seqlen:\n    def __init__(self, input_lengths: torch.Tensor):\n"
         "        self.cu_seqlen_q = torch.arange(input_lengths.shape[0] + 1, device=input_lengths.device)\n",
+        # State made when it is missing or of another batch size (recurrent-gemma's conv state):
+        # the warm-up makes it, a replay never runs the branch.
+        "class Block(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+        "        if self.state is None or self.state.shape[0] != x.shape[0]:\n"
+        "            self.state = torch.zeros(x.shape[0], 4, device=x.device)\n"
+        "            self.other = torch.zeros(x.shape[0], 2, device=x.device)\n"
+        "        self.state.add_(x[:, :4])\n        return x\n",
         # Copied into a static cache in place: the data outlives the step, the tensor does not.
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
