@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from graphlint.runtime import sources
 
-CALLS = ("factory", "reset", "prepare", "step")
+CALLS = ("factory", "reset", "prepare", "step", "import")  # "import": loading the target module
 _LAYOUT = struct.Struct("<dqq")  # started (time.monotonic, 0 = idle), step (-1 = none), call index
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's "you timed out: write your stack" signal
 
