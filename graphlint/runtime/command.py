@@ -67,13 +67,13 @@ def _report(runtime: dict | None, errors: list[str]):
 
 
 def _emit(report, fmt: str, output: str | None) -> None:
+    from pathlib import Path
+
     from graphlint.report import dumps
     from graphlint.views.output import protected_files, write_output
 
     if report.static is not None or fmt in ("sarif", "github"):
         # Both halves (--lint): the views of `graphlint check`.
-        from pathlib import Path
-
         from graphlint.views.output import render_report
 
         if output and fmt != "json":

@@ -19,9 +19,7 @@ import os
 import signal
 import subprocess
 import sys
-import shutil
 import tempfile
-import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -56,7 +54,8 @@ def main(argv: list[str]) -> int:
             partial["processes"] = list(started)
         _write_json(result_path, partial)
 
-    _watch_parent(os.path.dirname(os.path.abspath(spec_path)))
+    # When graphlint dies (SIGKILL included), its worker follows, and leaves nothing behind.
+    guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants)
     from graphlint.runtime import targets
 
     watch = guard.Guard(guard.CallClock(clock_path))
@@ -137,22 +136,6 @@ def kill_descendants(root: int | None = None) -> list[dict]:
             continue
         described.append({"pid": pid, "command": command})
     return described
-
-
-def _watch_parent(folder: str) -> None:
-    """When graphlint dies (SIGKILL included), its worker follows: a daemon thread sees the
-    parent change, kills what the target started and removes the run's temporary folder."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        kill_descendants()
-        if os.path.basename(folder).startswith("graphlint-runtime-"):
-            shutil.rmtree(folder, ignore_errors=True)
-        os._exit(3)
-
-    threading.Thread(target=watch, name="graphlint-watchdog", daemon=True).start()
 
 
 @dataclass
