@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from graphlint.analysis.file import analyze_source
-from graphlint.analysis.source import decode
+from graphlint.analysis.source import SourceError, decode, read_source
 from graphlint.analysis.stack import run_deep
 from graphlint.callgraph.summaries import solve
 from graphlint.engine.cache import Cache
-from graphlint.engine.pool import finished, gc_paused
+from graphlint.engine.pool import finished, gc_paused, limited
 from graphlint.rules import ALL_RULES
 
 # New facts can enable more facts (a return that becomes known makes a caller's argument
@@ -31,7 +31,10 @@ _PARALLEL_MIN_BYTES = 200_000
 
 def _analyse_with_facts(task: tuple[str, str, dict]) -> dict[str, Any]:
     rel, full, facts = task
-    text = decode(Path(full).read_bytes())  # it was read and decoded once already: no error here
+    try:  # read once already, but it may have changed or gone since: a finding, never the run's end
+        text = decode(read_source(full))
+    except (OSError, SourceError) as error:
+        return limited(rel, f"it changed or became unreadable during the run ({error})")
     # On the large stack the first analysis had: deep code that passed then passes again.
     return finished(run_deep(analyze_source, rel, text, ALL_RULES, False, facts, False), text)
 
@@ -100,7 +103,7 @@ def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: 
                 sizes[i] = 0
         for i, result in _run([(i, task) for i, task, _ in todo], jobs, sizes).items():
             key = next(k for j, _, k in todo if j == i)
-            if key:
+            if key and not result.get("limit"):
                 cache.put(key, result)
             current[i] = _with_calls(result, files[i])
             reanalysed += 1

@@ -52,3 +52,49 @@ def test_kill_descendants_finds_children_and_grandchildren():
     time.sleep(0.2)
     assert not any(_alive(p["pid"]) for p in found)
     assert os.getpid() not in [p["pid"] for p in found]
+
+
+def _workers_of(parent: int) -> list[tuple[int, list[str]]]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                argv = [part.decode() for part in handle.read().split(b"\0") if part]
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == parent and "graphlint.runtime.worker" in argv:
+            found.append((int(entry), argv))
+    return found
+
+
+def test_a_killed_graphlint_takes_its_worker_and_temporary_folder_with_it():
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    run = subprocess.Popen([sys.executable, "-m", "graphlint", "runtime", target("misbehave"), "--option", "how=hang",
+                            "--timeout", "120", "--no-bench", "-q"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           cwd=Path(__file__).resolve().parents[2])
+    try:
+        deadline = time.monotonic() + 60
+        workers = []
+        while not workers and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = _workers_of(run.pid)
+        [(pid, argv)] = workers
+        folder = Path(argv[argv.index("graphlint.runtime.worker") + 1]).parent
+        assert folder.is_dir() and folder.name.startswith("graphlint-runtime-")
+        os.kill(run.pid, signal.SIGKILL)  # no finally, no atexit: the worker must see it itself
+        run.wait(timeout=10)
+        deadline = time.monotonic() + 15
+        while (_alive(pid) or folder.exists()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(pid) and not folder.exists()
+    finally:
+        if run.poll() is None:
+            run.kill()
