@@ -84,8 +84,12 @@ SHAPES = {
     "dict literal": lambda n: "y = {" + "".join(f"{i}: {i}, " for i in range(n)) + "}\n",
     "string literal": lambda n: "y = '" + "a" * n + "'\n",
     "many statements": lambda n: "x.item()\n" * n,
+    # Chains of 900 links (under the limit of 1,000) until n links in all: the slowest input the
+    # chain budget lets through is about 12 of them.
+    "long chains": lambda n: ("y = x" + ".abs()" * 450 + "\n") * max(1, n // 900),
 }
 SHAPE_SIZES = (10, 100, 1_000, 10_000, 100_000, 300_000)
+LONG_CHAIN_SIZES = (900, 5_400, 10_800, 11_700, 20_000)  # 1, 6, 12, 13 and 22 chains of 900 links
 
 
 def shape_case(kind: str, size: int) -> bytes:
@@ -99,13 +103,14 @@ _MEASURE = ("import resource, subprocess, sys, time\n"
             " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
 
 
-def run_shapes(work: Path, max_size: int, budget_s: float, memory_mib: int, timeout: float) -> list[str]:
+def run_shapes(work: Path, max_size: int, budget_s: float, memory_mib: int, timeout: float,
+               kinds: list[str] | None = None) -> list[str]:
     """One check per shape and size, in a fresh process whose children's peak memory is its own;
     returns the problems (a crash, no report, past the time budget or the memory limit)."""
     problems = []
     print(f"{'shape':<16} {'size':>8} {'bytes':>9} {'seconds':>8} {'peak MiB':>9}  outcome")
-    for kind in SHAPES:
-        for size in SHAPE_SIZES:
+    for kind in kinds or SHAPES:
+        for size in LONG_CHAIN_SIZES if kind == "long chains" else SHAPE_SIZES:
             data = shape_case(kind, size)
             if len(data) > 4 * max_size:
                 continue  # far past max-file-size: refused by size alone, as the 5 MB case shows
@@ -224,6 +229,7 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the corpus here and keep it")
     parser.add_argument("--shapes", action="store_true",
                         help="only the pathological shapes at growing sizes: time and peak memory of each")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="with --shapes: only these")
     args = parser.parse_args()
     if args.shapes:
         from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
@@ -232,7 +238,7 @@ def main() -> int:
         work.mkdir(parents=True, exist_ok=True)
         try:
             problems = run_shapes(work, DEFAULT_MAX_FILE_SIZE, DEFAULT_FILE_TIMEOUT, DEFAULT_WORKER_MEMORY,
-                                  args.timeout)
+                                  args.timeout, args.shape)
         finally:
             if args.keep is None:
                 shutil.rmtree(work, ignore_errors=True)
