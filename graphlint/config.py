@@ -40,6 +40,7 @@ class Config:
     force_exclude: bool = False
     respect_gitignore: bool = True
     select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     severity: dict[str, str] = field(default_factory=dict)
@@ -62,6 +63,7 @@ class Config:
             "force-exclude": self.force_exclude,
             "respect-gitignore": self.respect_gitignore,
             "select": list(self.select),
+            "extend-select": list(self.extend_select),
             "ignore": list(self.ignore),
             "per-file-ignores": {k: list(v) for k, v in self.per_file_ignores.items()},
             "severity": dict(self.severity),
@@ -134,6 +136,7 @@ _KEYS = {
     "force-exclude": ("force_exclude", "true or false", _flag),
     "respect-gitignore": ("respect_gitignore", "true or false", _flag),
     "select": ("select", "a list of rule codes or prefixes", _str_list),
+    "extend-select": ("extend_select", "a list of rule codes or prefixes", _str_list),
     "ignore": ("ignore", "a list of rule codes or prefixes", _str_list),
     "per-file-ignores": ("per_file_ignores", "a table of glob = [codes]", _str_map_of_lists),
     "severity": ("severity", 'a table of CODE = "error" | "warning" | "off"', _severity_map),

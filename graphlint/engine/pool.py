@@ -45,10 +45,12 @@ def analysis_to_dict(result: FileAnalysis, suppressions_found: dict) -> dict[str
     return data
 
 
-def analyse_file(task: tuple) -> dict[str, Any]:
+def analyse_file(task: tuple, facts: dict | None = None) -> dict[str, Any]:
     """Read and analyse one file. `task`: (path relative to the root, full path[, parse it even
-    if it never mentions torch[, max-file-size]]). Never raises for bad input: an unreadable or
-    undecodable file becomes a parse error finding.
+    if it never mentions torch[, max-file-size]]). `facts`: what the rest of the project says
+    about its functions (an interprocedural round: the call facts of the first analysis are
+    kept, so none are gathered). Never raises for bad input: an unreadable or undecodable file
+    becomes a parse error finding.
 
     The digest of the bytes analysed is returned with the analysis (`content_digest`): the file
     may have changed since the run looked it up in the cache, and the entry must be stored under
@@ -68,7 +70,11 @@ def analyse_file(task: tuple) -> dict[str, Any]:
     except SourceError as error:
         result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
         return {**analysis_to_dict(result, {}), "content_digest": content_digest(data)}
-    result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
+    if facts is not None:
+        result = analyze_source(rel, text, ALL_RULES, force=force, external=facts, call_graph=False,
+                                max_size=max_size)
+    else:
+        result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
     return {**finished(result, text), "content_digest": content_digest(data)}
 
 
@@ -92,11 +98,12 @@ def limited(rel: str, reason: str) -> dict[str, Any]:
     return analysis_to_dict(FileAnalysis(rel, limit=limit_record(reason)), {})
 
 
-def guarded_analysis(task: tuple[str, str, bool, int]) -> dict[str, Any]:
+def guarded_analysis(task: tuple[str, str, bool, int], facts: dict | None = None) -> dict[str, Any]:
     """`analyse_file` on a large stack; an exception on this one file (a bug in a rule, memory)
     becomes a GL903 finding that names it, so the run goes on with the others."""
     try:
-        return run_deep(analyse_file, task)
+        # One argument for a first analysis (what tests put in its place take one too).
+        return run_deep(analyse_file, task) if facts is None else run_deep(analyse_file, task, facts)
     except MemoryError:
         return limited(task[0], _OUT_OF_MEMORY)
     except RecursionError:
@@ -207,8 +214,8 @@ def _worker_main(conn: Connection, max_size: int, memory: int = DEFAULT_WORKER_M
             return
         if task is None:
             return
-        index, rel, full, force = task
-        value = guarded_analysis((rel, full, force, max_size))
+        index, rel, full, force, *rest = task  # rest: the facts of an interprocedural round
+        value = guarded_analysis((rel, full, force, max_size), rest[0] if rest else None)
         try:
             conn.send((index, value))
         except (EOFError, OSError):
@@ -275,10 +282,10 @@ def _death(process: Any, memory: int = 0) -> str:
     return f"the worker analysing it exited (status {code}); it was replaced"
 
 
-def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout: float = DEFAULT_FILE_TIMEOUT,
+def supervise(todo: Sequence[tuple], workers: int, timeout: float = DEFAULT_FILE_TIMEOUT,
               max_size: int = DEFAULT_MAX_FILE_SIZE,
               memory: int = DEFAULT_WORKER_MEMORY) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, analysis) for each task (index, rel, full, force), in completion order, from
+    """(index, analysis) for each task (index, rel, full, force[, facts]), in completion order, from
     `workers` worker processes, each limited to `memory` MiB (0: no limit). A worker that
     crashes, runs out of memory or runs past `timeout` seconds on a file (0: no budget) is
     killed and replaced; that file gets a GL903 analysis with the reason."""
