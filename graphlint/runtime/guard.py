@@ -140,12 +140,13 @@ _WORKER_FILE = os.path.join("graphlint", "runtime", "worker.py")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
 
-def watch_parent(folder: str, kill_children: Callable[[], Any]) -> None:
+def watch_parent(folder: str, kill_children: Callable[[], Any], parent: int | None = None) -> None:
     """A daemon thread that sees the parent change (graphlint died, however it died), kills
     what the target started, removes the run's temporary `folder` and ends this process. It
     lives here, not in the worker module, so that fault_stack never takes its stack for the
-    main thread's."""
-    parent = os.getppid()
+    main thread's. `parent`: the pid graphlint passed down (a parent that died while this
+    process was starting is then seen too, where getppid() here would already name init)."""
+    parent = os.getppid() if parent is None else parent
 
     def watch() -> None:
         while os.getppid() == parent:

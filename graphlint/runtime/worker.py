@@ -28,6 +28,7 @@ WORKER_TIMEOUT_S = 570  # below the 10-minute limits CI and device runners commo
 DEFAULT_STEP_TIMEOUT_S = 60.0  # one call into the target; the bundled CPU step takes well under 1 s
 DUMP_GRACE_S = 2.0  # how long a timed-out worker gets to write its stack before it is killed
 POLL_S = 0.05
+PARENT_ENV = "GRAPHLINT_RUNTIME_PARENT"
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -55,7 +56,9 @@ def main(argv: list[str]) -> int:
         _write_json(result_path, partial)
 
     # When graphlint dies (SIGKILL included), its worker follows, and leaves nothing behind.
-    guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants)
+    parent = os.environ.get(PARENT_ENV, "")
+    guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants,
+                       int(parent) if parent.isdigit() else None)
     from graphlint.runtime import targets
 
     watch = guard.Guard(guard.CallClock(clock_path))
@@ -165,6 +168,7 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.getcwd(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env[PARENT_ENV] = str(os.getpid())  # the worker's watchdog compares its parent with this
     with tempfile.TemporaryDirectory(prefix="graphlint-runtime-") as tmp:
         workers: list[_Worker] = []
         try:
