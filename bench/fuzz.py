@@ -4,8 +4,11 @@ JSON report that lists every file it was given. The corpus is generated here, ne
 
     python bench/fuzz.py --files 2000                  # dsv4_model + lmdeploy, if unpacked
     python bench/fuzz.py --files 200 --source DIR ...  # your own code as the seed corpus
+    python bench/fuzz.py --shapes                      # pathological shapes at growing sizes
 
 Exit status 0 when every run passed; the summary line gives files, runs, crashes and hangs.
+--shapes prints the time and peak memory of one `graphlint check` per shape and size, and
+fails a case that exceeds the per-file time budget or the worker memory limit.
 """
 from __future__ import annotations
 
@@ -62,6 +65,81 @@ def deep_and_huge() -> dict[str, bytes]:
         "only_bom.py": "\ufeff",
     }
     return {name: text.encode("utf-8", "surrogatepass") for name, text in cases.items()}
+
+
+# The shapes that grow libcst's parser with the square of their length, and huge literals;
+# each generator takes a size (links or elements) and returns a statement.
+SHAPES = {
+    "unary": lambda n: "y = " + "-" * n + "x\n",
+    "not": lambda n: "y = " + "not " * n + "x\n",
+    "lambda": lambda n: "y = " + "lambda: " * n + "x\n",
+    "ternary": lambda n: "y = " + " if c else ".join(["x"] * n) + "\n",
+    "power": lambda n: "y = " + " ** ".join(["x"] * n) + "\n",
+    "call": lambda n: "y = f" + "()" * n + "\n",
+    "attribute": lambda n: "y = f" + ".a" * n + "\n",
+    "method": lambda n: "y = x" + ".abs()" * n + "\n",
+    "subscript": lambda n: "y = x" + "[0]" * n + "\n",
+    "plus": lambda n: "y = " + " + ".join(["x"] * n) + "\n",
+    "list literal": lambda n: "y = [" + "0, " * n + "]\n",
+    "dict literal": lambda n: "y = {" + "".join(f"{i}: {i}, " for i in range(n)) + "}\n",
+    "string literal": lambda n: "y = '" + "a" * n + "'\n",
+    "many statements": lambda n: "x.item()\n" * n,
+    # Chains of 900 links (under the limit of 1,000) until n links in all: the slowest input the
+    # chain budget lets through is about 12 of them.
+    "long chains": lambda n: ("y = x" + ".abs()" * 450 + "\n") * max(1, n // 900),
+}
+SHAPE_SIZES = (10, 100, 1_000, 10_000, 100_000, 300_000)
+LONG_CHAIN_SIZES = (900, 5_400, 10_800, 11_700, 20_000)  # 1, 6, 12, 13 and 22 chains of 900 links
+
+
+def shape_case(kind: str, size: int) -> bytes:
+    return ("import torch\nx = torch.ones(1)\nc = True\n" + SHAPES[kind](size)).encode()
+
+
+_MEASURE = ("import resource, subprocess, sys, time\n"
+            "started = time.monotonic()\n"
+            "done = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "print(done.returncode, time.monotonic() - started,"
+            " resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+
+
+def run_shapes(work: Path, max_size: int, budget_s: float, memory_mib: int, timeout: float,
+               kinds: list[str] | None = None) -> list[str]:
+    """One check per shape and size, in a fresh process whose children's peak memory is its own;
+    returns the problems (a crash, no report, past the time budget or the memory limit)."""
+    problems = []
+    print(f"{'shape':<16} {'size':>8} {'bytes':>9} {'seconds':>8} {'peak MiB':>9}  outcome")
+    for kind in kinds or SHAPES:
+        for size in LONG_CHAIN_SIZES if kind == "long chains" else SHAPE_SIZES:
+            data = shape_case(kind, size)
+            if len(data) > 4 * max_size:
+                continue  # far past max-file-size: refused by size alone, as the 5 MB case shows
+            folder = work / f"shape_{kind.replace(' ', '_')}_{size}"
+            folder.mkdir()
+            (folder / "case.py").write_bytes(data)
+            report = folder / "report.json"
+            command = [sys.executable, "-c", _MEASURE, sys.executable, "-m", "graphlint", "check", "case.py",
+                       "--no-cache", "-j", "1", "--format", "json", "-o", str(report)]
+            try:
+                done = subprocess.run(command, cwd=folder, capture_output=True, text=True, timeout=timeout)
+                code, seconds, peak_kib = done.stdout.split()
+            except (subprocess.TimeoutExpired, ValueError):
+                problems.append(f"{kind} {size}: no result within {timeout:.0f} s")
+                print(f"{kind:<16} {size:>8} {len(data):>9} {'-':>8} {'-':>9}  HANG")
+                continue
+            peak = int(peak_kib) / 1024
+            try:
+                findings = json.loads(report.read_text("utf-8"))["static"]["findings"]
+                outcome = ", ".join(sorted({f["rule"] for f in findings if f["rule"].startswith("GL9")})) or "analysed"
+            except (OSError, ValueError, KeyError, TypeError):
+                outcome = f"no report (exit {code})"
+                problems.append(f"{kind} {size}: {outcome}")
+            if float(seconds) > budget_s:
+                problems.append(f"{kind} {size}: {float(seconds):.1f} s, past the {budget_s:g} s budget")
+            if peak > memory_mib:
+                problems.append(f"{kind} {size}: {peak:.0f} MiB, past the {memory_mib} MiB limit")
+            print(f"{kind:<16} {size:>8} {len(data):>9} {float(seconds):>8.2f} {peak:>9.0f}  {outcome}", flush=True)
+    return problems
 
 
 def mutate(data: bytes, rng: random.Random) -> bytes:
@@ -149,7 +227,26 @@ def main() -> int:
     parser.add_argument("--source", action="append", type=Path, help="seed files or folders (repeatable)")
     parser.add_argument("--no-generated", action="store_true", help="skip the deep and huge cases")
     parser.add_argument("--keep", type=Path, help="write the corpus here and keep it")
+    parser.add_argument("--shapes", action="store_true",
+                        help="only the pathological shapes at growing sizes: time and peak memory of each")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="with --shapes: only these")
     args = parser.parse_args()
+    if args.shapes:
+        from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
+
+        work = args.keep or Path(tempfile.mkdtemp(prefix="graphlint-shapes-"))
+        work.mkdir(parents=True, exist_ok=True)
+        try:
+            problems = run_shapes(work, DEFAULT_MAX_FILE_SIZE, DEFAULT_FILE_TIMEOUT, DEFAULT_WORKER_MEMORY,
+                                  args.timeout, args.shape)
+        finally:
+            if args.keep is None:
+                shutil.rmtree(work, ignore_errors=True)
+        print(f"shapes: {len(problems)} cases past the {DEFAULT_FILE_TIMEOUT:g} s budget or the "
+              f"{DEFAULT_WORKER_MEMORY} MiB limit, or without a report")
+        for problem in problems:
+            print(f"  {problem}")
+        return 1 if problems else 0
     seeds = seed_files(args.source or DEFAULT_SOURCES)
     if not seeds:
         parser.error("no seed files found; give --source")

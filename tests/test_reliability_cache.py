@@ -152,3 +152,60 @@ def test_a_file_that_becomes_a_symlink_loop_costs_that_file_not_the_run(tmp_path
     assert files == ["flip.py", "step.py"]
     static = check([tmp_path], Config(root=tmp_path), jobs=1)
     assert sorted(static.files) == ["flip.py", "step.py"]
+
+
+HELPERS = """import torch
+
+
+def pick(scores, floor):
+    if scores.max() > floor:
+        return scores
+    return scores * 0
+"""
+HELPERS_EDITED = """import torch
+
+
+def pick(scores, floor):
+    return scores * floor
+"""
+STEP = """import torch
+from pkg.helpers import pick
+
+
+def step(logits: torch.Tensor):
+    return pick(logits.softmax(-1), 0.1)
+
+
+def run(logits: torch.Tensor):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        step(logits)
+"""
+
+
+def _project(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "helpers.py").write_text(HELPERS)
+    (root / "pkg" / "step.py").write_text(STEP)
+    return root
+
+
+def test_an_edit_between_the_analysis_and_its_reanalysis_is_not_cached(tmp_path, monkeypatch):
+    tree = _project(tmp_path / "tree")
+    expected = sorted((f.path, f.rule) for f in check([tree], Config(root=tree), jobs=1).findings)
+    assert ("pkg/helpers.py", "GL201") in expected, expected  # `scores` is a tensor only through the caller
+    analyse = pool.analyse_file
+
+    def edited_before_the_second_round(task, facts=None):
+        if facts is not None and task[0] == "pkg/helpers.py":
+            Path(task[1]).write_text(HELPERS_EDITED)  # edited after its first analysis
+        return analyse(task) if facts is None else analyse(task, facts)
+
+    monkeypatch.setattr(pool, "analyse_file", edited_before_the_second_round)
+    cache = tmp_path / "cache"
+    check([tree], Config(root=tree), jobs=1, cache_dir=cache)
+    monkeypatch.setattr(pool, "analyse_file", analyse)
+    (tree / "pkg" / "helpers.py").write_text(HELPERS)  # back as it was
+    again = check([tree], Config(root=tree), jobs=1, cache_dir=cache)
+    assert sorted((f.path, f.rule) for f in again.findings) == expected

@@ -180,6 +180,7 @@ class Cache:
         self.fingerprint = rules_fingerprint() if folder else ""
         self.hits = 0
         self.file_keys: list[str] = []  # of the last analyse_all, in task order ("" = uncached)
+        self.file_digests: list[str] = []  # content_digest of the bytes behind each of file_keys
         self._prepared = False
         if folder is not None:
             refuse_link(folder)

@@ -45,9 +45,9 @@ def pooled(jobs: int, timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEF
         workers = min(jobs, len(todo)) if jobs > 1 and sum(sizes.values()) >= _PARALLEL_MIN_BYTES else 1
         ordered = sorted(todo, key=lambda item: (-sizes.get(item[0], 0), item[0]))
         tasks = [(index, rel, full, False, facts) for index, rel, full, facts in ordered]
-        # The digest of what a re-analysis read is not part of its result (the first analysis keyed it).
-        return {index: {k: v for k, v in result.items() if k != "content_digest"}
-                for index, result in supervise(tasks, workers, timeout, max_size, memory)}
+        # With the digest of what each re-analysis read: refine caches it only if that is what the
+        # first analysis read (the file may have been edited in between).
+        return dict(supervise(tasks, workers, timeout, max_size, memory))
     return run
 
 
@@ -97,8 +97,10 @@ def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: 
         keys_of = {i: key for i, _, key in todo}
         for i, result in again([(i, rel, full, facts) for i, (rel, full, facts), _ in todo]).items():
             key = keys_of[i]
-            # A re-analysis that hit a limit (time, crash) is tried again next run, never cached.
-            if key and not result.get("limit"):
+            digest = result.pop("content_digest", None)
+            edited = digest is not None and len(cache.file_digests) == len(files) and digest != cache.file_digests[i]
+            # A re-analysis that hit a limit (time, crash) or read other bytes is never cached.
+            if key and not result.get("limit") and not edited:
                 cache.put(key, result)
             current[i] = _with_calls(result, files[i])
             reanalysed += 1

@@ -385,6 +385,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
     so memory grows with the findings, not with the tree."""
     results: list[dict[str, Any] | None] = [None] * len(tasks)
     keys: list[str] = [""] * len(tasks)
+    digests: list[str] = [""] * len(tasks)  # of the bytes each result describes
     todo: list[tuple[int, str, str, bool, int]] = []
     lean_files: list[int] = []  # results whose call facts were left in the cache
 
@@ -419,7 +420,8 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
             except OSError:
                 data = None  # the worker reports the read error as a finding
             if cache.folder is not None and data is not None:
-                keys[index] = cache.key(content_digest(data), _cache_name(rel, force))
+                digests[index] = content_digest(data)
+                keys[index] = cache.key(digests[index], _cache_name(rel, force))
                 cached = cache.get(keys[index], valid_analysis)
                 if cached is not None:
                     keep(index, cached, True)
@@ -432,6 +434,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
         # Stored under the bytes the worker analysed: the file may have been edited since it was
         # looked up, and the old content must never find the new content's findings.
         digest = value.pop("content_digest", None)
+        digests[index] = digest or ""
         rel, full = tasks[index]
         # A worker that died on the file reports no digest: the key it was looked up under stays
         # (the result is not stored under it, but the project's cached regions are keyed by it).
@@ -451,7 +454,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 results[index]["extra"]["calls"] = stored.get("extra", {}).get("calls", {})  # type: ignore[index]
         for index, value in supervise(missing, 1, timeout, max_size, memory):
             results[index]["extra"]["calls"] = value.get("extra", {}).get("calls", {})  # type: ignore[index]
-    cache.file_keys = keys
+    cache.file_keys, cache.file_digests = keys, digests
     if stats is not None:
         stats.update(files=len(tasks), cache_hits=len(tasks) - len(todo), analysed=len(todo), workers=workers)
     return [r for r in results if r is not None]

@@ -69,6 +69,8 @@ def _report(runtime: dict | None, errors: list[str]):
 
 
 def _emit(report, fmt: str, output: str | None) -> None:
+    from pathlib import Path
+
     from graphlint.report import dumps
     from graphlint.views.output import protected_files, write_output
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import re
+import shutil
 import signal
 import struct
 import threading
@@ -18,7 +19,7 @@ from typing import Any, Callable
 
 from graphlint.runtime import sources
 
-CALLS = ("factory", "reset", "prepare", "step")
+CALLS = ("factory", "reset", "prepare", "step", "import")  # "import": loading the target module
 _LAYOUT = struct.Struct("<dqq")  # started (time.monotonic, 0 = idle), step (-1 = none), call index
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's "you timed out: write your stack" signal
 
@@ -137,6 +138,25 @@ def leftover_threads() -> list[dict]:
 
 _WORKER_FILE = os.path.join("graphlint", "runtime", "worker.py")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
+
+
+def watch_parent(folder: str, kill_children: Callable[[], Any], parent: int | None = None) -> None:
+    """A daemon thread that sees the parent change (graphlint died, however it died), kills
+    what the target started, removes the run's temporary `folder` and ends this process. It
+    lives here, not in the worker module, so that fault_stack never takes its stack for the
+    main thread's. `parent`: the pid graphlint passed down (a parent that died while this
+    process was starting is then seen too, where getppid() here would already name init)."""
+    parent = os.getppid() if parent is None else parent
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        kill_children()
+        if os.path.basename(folder).startswith("graphlint-runtime-"):
+            shutil.rmtree(folder, ignore_errors=True)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="graphlint-watchdog", daemon=True).start()
 
 
 def fault_stack(text: str) -> list[dict]:

@@ -5,6 +5,11 @@ capture can leave a CUDA context unusable (sticky errors, RUNTIME_NOTES §2), an
 crash, hang or leave threads behind. The worker rewrites RESULT.json after every phase, so the
 parent keeps what finished even when the worker dies; `run_isolated` is the parent side, which
 also enforces the step timeout and turns a death into an error naming the call and the line.
+
+The worker leads its own session: every process the target starts is in it, is killed at the
+end of each phase (and reported: the step started a process), and whatever is left when the
+worker ends is killed with the group. The target's import runs under the step timeout too, and
+a watchdog ends the worker and removes its temporary folder when graphlint itself dies.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ WORKER_TIMEOUT_S = 570  # below the 10-minute limits CI and device runners commo
 DEFAULT_STEP_TIMEOUT_S = 60.0  # one call into the target; the bundled CPU step takes well under 1 s
 DUMP_GRACE_S = 2.0  # how long a timed-out worker gets to write its stack before it is killed
 POLL_S = 0.05
+PARENT_ENV = "GRAPHLINT_RUNTIME_PARENT"
 
 
 def _write_json(path: str, data: dict) -> None:
@@ -41,10 +47,24 @@ def main(argv: list[str]) -> int:
     faulthandler.register(guard.DUMP_SIGNAL, file=faults, all_threads=True)
     with open(spec_path, encoding="utf-8") as handle:
         spec = json.load(handle)
-    report = lambda partial: _write_json(result_path, partial)  # noqa: E731
+    started: list[dict] = []  # processes the target started, killed at the end of a phase
+
+    def report(partial: dict) -> None:
+        started.extend(kill_descendants())
+        if started:
+            partial["processes"] = list(started)
+        _write_json(result_path, partial)
+
+    # When graphlint dies (SIGKILL included), its worker follows, and leaves nothing behind.
+    parent = os.environ.get(PARENT_ENV, "")
+    guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants,
+                       int(parent) if parent.isdigit() else None)
     from graphlint.runtime import targets
 
     watch = guard.Guard(guard.CallClock(clock_path))
+    load_factory = targets.load_factory
+    # The import of the target runs under the step timeout like every call into it.
+    targets.load_factory = lambda target: watch.call("import", load_factory, target)
     try:
         if spec["device"].startswith("cuda"):
             from graphlint.runtime import cuda_run as runner
@@ -61,12 +81,64 @@ def main(argv: list[str]) -> int:
     if threads:
         # Python would wait for them at exit: record them, then leave without waiting.
         result["threads"] = threads
-    report(result)
+    report(result)  # kills and records what the last phase started
     sys.stdout.flush()
     sys.stderr.flush()
     if threads:
         os._exit(0)
     return 0
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    """pid -> (parent pid, process group) of every process, from /proc (Linux); {} elsewhere."""
+    found: dict[int, tuple[int, int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields and fields[0] != "Z":
+            found[int(entry)] = (int(fields[1]), int(fields[2]))
+    return found
+
+
+# Helper processes torch starts for itself (inductor's compile pool): not the target's doing.
+_TORCH_HELPERS = ("torch._inductor.compile_worker", "torch/_inductor/compile_worker")
+
+
+def kill_descendants(root: int | None = None) -> list[dict]:
+    """Kill every live process below `root` (default: this one) or in its process group, and
+    describe each: {pid, command}."""
+    root = os.getpid() if root is None else root
+    table = _processes()
+    below = {pid for pid, (_, group) in table.items() if group == root and pid != root}
+    grew = True
+    while grew:
+        more = {pid for pid, (parent, _) in table.items() if (parent == root or parent in below) and pid != root}
+        grew = not more <= below
+        below |= more
+    described = []
+    for pid in sorted(below):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                command = handle.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()[:200]
+        except OSError:
+            command = ""
+        if any(name in command for name in _TORCH_HELPERS):
+            continue  # torch's own compile workers, started by the harness's torch.compile phase
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        described.append({"pid": pid, "command": command})
+    return described
 
 
 @dataclass
@@ -96,6 +168,7 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.getcwd(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    env[PARENT_ENV] = str(os.getpid())  # the worker's watchdog compares its parent with this
     with tempfile.TemporaryDirectory(prefix="graphlint-runtime-") as tmp:
         workers: list[_Worker] = []
         try:
@@ -108,6 +181,7 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
                     [sys.executable, "-m", "graphlint.runtime.worker", path("spec.json"), path("result.json"),
                      path("clock"), path("faults")],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                    start_new_session=True,  # its own group: what the target starts is ended with it
                 )
                 workers.append(_Worker(spec, proc, path("result.json"), path("faults"), clock, log))
             _watch(workers, timeout_s, step_timeout_s)
@@ -116,11 +190,22 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
                 if w.proc.poll() is None:
                     w.proc.kill()
                     w.proc.wait()
+                w.extra["left"] = _end_group(w.proc.pid)
         results = [_collect(w, timeout_s) for w in workers]
         for w in workers:
             w.log.close()
             w.clock.close()
     return results
+
+
+def _end_group(group: int) -> list[dict]:
+    """Kill what is left of a worker's session (processes the target started that outlived it)."""
+    left = [{"pid": pid, "command": ""} for pid, (_, g) in _processes().items() if g == group]
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        pass
+    return left
 
 
 def _watch(workers: list[_Worker], timeout_s: float, step_timeout_s: float | None) -> None:
@@ -171,6 +256,12 @@ def _collect(w: _Worker, timeout_s: float) -> dict:
                 result = json.load(handle)
         except (OSError, ValueError):
             pass  # killed while writing: the partial file is lost, the error below says why
+    started = [*(result.get("processes") or []), *w.extra.get("left", [])]
+    if started:
+        names = ", ".join(f"{p['pid']} {p['command']!r}" if p.get("command") else str(p["pid"]) for p in started)
+        result.setdefault("target_errors", []).append(
+            f"the step started a process that was still running at the end of its phase: {names} (killed; a "
+            "process started every step cannot be captured in a CUDA graph, and one left running outlives the run)")
     if result.get("threads"):
         names = ", ".join(_thread_label(t) for t in result["threads"])
         result.setdefault("target_errors", []).append(
