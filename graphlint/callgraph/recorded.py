@@ -12,7 +12,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from graphlint.config import Config, ConfigError
 
@@ -294,17 +294,19 @@ def stale_message(found: RegionFile, entries: list[dict], limit: int = 5) -> str
             f"the regions recorded from {found.target} on {found.recorded} no longer match the code")
 
 
-def stale_findings(files: Sequence[Mapping[str, Any]], config: Config, select: Sequence[str],
-                   ignore: Sequence[str], cache: Any = None) -> list:
+def stale_findings(files: Sequence[Mapping[str, Any]], config: Config, selected: Callable[[str], bool],
+                   cache: Any = None) -> list:
     """One GL904 warning for a region file with stale entries (at the region file, naming them
-    and the refresh), under the config's rule selection and severities."""
-    from graphlint.engine.finalize import _selected
+    and the refresh), when `selected` (the run's rule selection) takes GL904, at the severity the
+    config gives it."""
     from graphlint.report import Finding
     from graphlint.rules import BY_CODE
 
-    found, entries = stale(files, config, cache)
     rule = BY_CODE["GL904"]
-    if not entries or not _selected(rule.code, select, ignore):
+    if not selected(rule.code):
+        return []
+    found, entries = stale(files, config, cache)
+    if not entries:
         return []
     severity = next((v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0]))
                      if rule.code.startswith(k)), rule.severity)

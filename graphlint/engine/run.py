@@ -19,7 +19,7 @@ from graphlint.config import Config
 from graphlint.discovery import discover, relative_posix
 from graphlint.engine import selectors
 from graphlint.engine.cache import Cache
-from graphlint.engine.finalize import finalize
+from graphlint.engine.finalize import _selected, finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.interproc import refine
 from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
@@ -124,7 +124,8 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     with gc_paused():
         found = finalize(files, config, select, ignore, placements, warmed_up)
         if not sweep:  # region file: one GL904 when recorded functions no longer match the code
-            found = sorted(found + recorded.stale_findings(files, config, select, ignore, cache), key=Finding.sort_key)
+            found = sorted(found + recorded.stale_findings(
+                files, config, lambda code: _selected(code, select, ignore), cache), key=Finding.sort_key)
         findings = fingerprint_findings(found, config.root, texts)
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
     result.regions = placements or {}  # region file: the cross-check asks what was analysed as captured
