@@ -248,10 +248,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     sites, orchestration, blind = _capture_roots(project, unresolved, names)
     has_sites = any(project.functions[key].get("captures") for key in project.functions)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
-    # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
-    learned = recorded.roots(project, config)
+    learned = recorded.roots(project, config)  # region file: the functions a real run executed are roots
     roots = entries + learned + sites + fallback
-    # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
