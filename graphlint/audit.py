@@ -9,22 +9,26 @@ for it, and a class modelled on the seeds' audit of a decode path (green / red-s
                  (GL508, GL509, GL404, GL511) capture-hygiene  a capture/replay orchestration finding
   eager          an eager break (by design)  host           outside the graph by design
 
-The verdict: every reachable `captured` function is capturable (exit 0) or not (exit 1).
+The verdict, as `check` gives it: FAIL (exit 1) when a reachable `captured` function has an
+error-severity finding (with `fail_on="warning"` warnings block too); INCOMPLETE (exit 1) when
+nothing is captured or a capture site's region could not be followed (GL905): a region nobody
+could read never passes; PASS (exit 0) otherwise.
 """
 from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Sequence
 
 from graphlint import __version__
-from graphlint import callgraph
 from graphlint.callgraph.recorded import REASON_PREFIX
 from graphlint.analysis.source import split_lines
 from graphlint.config import Config
-from graphlint.engine import Cache, analyse_all, collect_tasks, default_jobs, finalize
+from graphlint.engine import Cache, collect_tasks, finalize
+from graphlint.engine.pipeline import analyse_project
+from graphlint.engine.run import named_files
 from graphlint.engine.selectors import normalise_config
 
 SCHEMA = "graphlint-audit/1"
@@ -59,6 +63,7 @@ class AuditRow:
     findings: dict[str, int]  # rule -> count (unsuppressed, in force for the region)
     reached_via: tuple[str, ...]
     reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
+    errors: int = 0  # how many of its findings are errors (the rest are warnings)
     recorded: bool = False  # a root from the region file: the step ran it (graphlint.callgraph.recorded)
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,6 +79,9 @@ class AuditResult:
     unresolved: list[dict[str, Any]] = field(default_factory=list)
     files: int = 0
     config: dict[str, Any] = field(default_factory=dict)
+    # Capture sites whose region the graph could not follow (GL905): the audit is INCOMPLETE.
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
+    fail_on: str = "error"  # "warning": a warning-only function blocks too, as check --fail-on warning
 
     def counts(self) -> dict[str, int]:
         counts = {name: 0 for name in ALL_CLASSES}
@@ -82,10 +90,23 @@ class AuditResult:
         return {k: v for k, v in counts.items() if v}
 
     def blocking(self) -> list[AuditRow]:
-        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE]
+        """Captured functions that fail the audit: with an error (or, with fail_on warning, any finding)."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and (row.errors or self.fail_on == "warning")]
+
+    def warning_only(self) -> list[AuditRow]:
+        """Captured functions with findings that are all warnings and do not block."""
+        return [row for row in self.rows if row.region == "captured" and row.cls != CAPTURABLE
+                and row not in self.blocking()]
 
     def verdict(self) -> str:
-        return "fail" if self.blocking() else "pass"
+        """fail (a captured function is not capturable), incomplete (no hazard found, but a
+        capture's region could not be followed, or is empty), or pass."""
+        if self.blocking():
+            return "fail"
+        if self.incomplete or not any(row.region == "captured" for row in self.rows):
+            return "incomplete"
+        return "pass"
 
     def to_dict(self) -> dict[str, Any]:
         captured = [r for r in self.rows if r.region == "captured"]
@@ -98,6 +119,7 @@ class AuditResult:
             "functions": [row.to_dict() for row in self.rows],
             "counts": self.counts(),
             "unresolved_calls": self.unresolved,
+            "incomplete_captures": self.incomplete,
             "summary": {"reachable": len(self.rows), "captured": len(captured),
                         "capturable": sum(r.cls == CAPTURABLE for r in captured),
                         "not_capturable": len(self.blocking()), "unresolved_calls": len(self.unresolved),
@@ -140,29 +162,35 @@ def is_recorded_root(placement) -> bool:
 
 
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
-        cache_dir: Path | None = None) -> AuditResult:
-    """Analyse, build the call graph and classify every reachable function. Raises AuditError
-    when nothing is a root, callgraph.EntryPointError for one that names nothing, and
-    FileNotFoundError for a missing path."""
+        cache_dir: Path | None = None, fail_on: str = "error") -> AuditResult:
+    """Analyse the project as `check` does (graphlint.engine.pipeline), then classify every
+    function the call graph reaches. Raises AuditError when nothing is a root,
+    callgraph.EntryPointError for one that names nothing, and FileNotFoundError for a missing path."""
     tasks = collect_tasks(paths, config)
-    files = analyse_all(tasks, jobs or default_jobs(), Cache(cache_dir))
-    graph = callgraph.build(files, config)
-    if not graph.order:
+    project = analyse_project(tasks, replace(config, regions="discover"), Cache(cache_dir), jobs,
+                              named=named_files(paths), full_graph=True)
+    graph, files = project.graph, project.files
+    assert graph is not None
+    if not graph.order and not graph.incomplete:
         raise AuditError("nothing to audit: no capture site, nn.Module forward or entry point in the linted files "
                          "(give one with --entry-point module:Qualified.name, [tool.graphlint] entry-points, "
                          "or a `# graphlint: entry` comment on a def)")
     config = normalise_config(config)  # rule names in select, ignore, severity -> codes
-    findings = finalize(files, config, config.select, config.ignore, graph.placements, set(graph.warmed_up))
+    findings = finalize(files, config, config.select, config.ignore, graph.placements, project.warmed_up,
+                        project.incomplete)
     by_function: dict[tuple[str, str], dict[str, int]] = {}
+    errors: dict[tuple[str, str], int] = {}
     for finding in findings:
-        if finding.suppressed or finding.function is None:
+        if finding.suppressed or finding.function is None or finding.rule == "GL905":
             continue
         counts = by_function.setdefault((finding.path, finding.function), {})
         counts[finding.rule] = counts.get(finding.rule, 0) + 1
+        if finding.severity == "error":
+            errors[(finding.path, finding.function)] = errors.get((finding.path, finding.function), 0) + 1
     known_lines = {(file["path"], f["qualname"]): f.get("line", 0) for file in files for f in file["functions"]}
     scanned: dict[str, dict[str, int]] = {}
     result = AuditResult(entry_points=list(config.entry_points), unresolved=graph.unresolved, files=len(files),
-                         config=config.to_dict())
+                         config=config.to_dict(), incomplete=project.incomplete, fail_on=fail_on)
     names = graph.names
     for key in graph.order:
         placement = graph.placements[key]
@@ -179,8 +207,8 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via, placement.reason,
+                                    placement.reached_via, placement.reason, errors.get(key, 0),
                                     recorded=is_recorded_root(placement)))  # region file
-    if not result.entry_points:
-        result.entry_points = [names.get(key, key[1]) for key in graph.entries]
+    # Every root of the run: configured entry points, markers, capture sites, the region file, fallbacks.
+    result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

@@ -18,6 +18,12 @@ from typing import Any
 # Per-file limits of the static check (bytes, seconds); a file beyond one is reported (GL903).
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
 DEFAULT_FILE_TIMEOUT = 120.0
+# The address space of each worker process (MiB). A worker uses about 700 MiB of it before any
+# file (most of it the reserved analysis stack); the largest files within max-file-size take
+# under 2 GiB more. Two workers at the limit fit in a 24 GB machine with room to spare.
+DEFAULT_WORKER_MEMORY = 4096
+# A config file is a few KB; one past this is not read.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -34,6 +40,7 @@ class Config:
     force_exclude: bool = False
     respect_gitignore: bool = True
     select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     per_file_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     severity: dict[str, str] = field(default_factory=dict)
@@ -45,6 +52,7 @@ class Config:
     regions: str = "discover"
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
+    worker_memory: int = DEFAULT_WORKER_MEMORY  # MiB per worker process; 0: no limit
     # Functions a real run executed (graphlint.callgraph.recorded); None: .graphlint/regions.json if present.
     region_file: str | None = None
 
@@ -57,6 +65,7 @@ class Config:
             "force-exclude": self.force_exclude,
             "respect-gitignore": self.respect_gitignore,
             "select": list(self.select),
+            "extend-select": list(self.extend_select),
             "ignore": list(self.ignore),
             "per-file-ignores": {k: list(v) for k, v in self.per_file_ignores.items()},
             "severity": dict(self.severity),
@@ -106,10 +115,20 @@ def _regions_mode(value: Any) -> str | None:
     return value if value in ("discover", "sweep") else None
 
 
-def _non_negative(value: Any) -> int | float | None:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
-        return value
-    return None
+def _in_range(low: float, high: float, integer: bool = False, off: bool = True) -> Any:
+    """A converter for a number from `low` to `high` (and 0 for "no limit" when `off`);
+    booleans, NaN and anything outside are refused (None)."""
+    def convert(value: Any) -> int | float | None:
+        if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+            return None
+        if (off and value == 0) or low <= value <= high:  # NaN compares false: refused
+            return value
+        return None
+    return convert
+
+
+def _range_text(what: str, low: float, high: float, off: bool = True) -> str:
+    return f"{what} from {low:,} to {high:,}" + (" (0: no limit)" if off else "")
 
 
 _KEYS = {
@@ -119,6 +138,7 @@ _KEYS = {
     "force-exclude": ("force_exclude", "true or false", _flag),
     "respect-gitignore": ("respect_gitignore", "true or false", _flag),
     "select": ("select", "a list of rule codes or prefixes", _str_list),
+    "extend-select": ("extend_select", "a list of rule codes or prefixes", _str_list),
     "ignore": ("ignore", "a list of rule codes or prefixes", _str_list),
     "per-file-ignores": ("per_file_ignores", "a table of glob = [codes]", _str_map_of_lists),
     "severity": ("severity", 'a table of CODE = "error" | "warning" | "off"', _severity_map),
@@ -127,8 +147,11 @@ _KEYS = {
     "eager": ("eager", "a list of module:Qualified.name", _str_list),
     "runtime-target": ("runtime_target", "a string module:callable", _string),
     "regions": ("regions", '"discover" or "sweep"', _regions_mode),
-    "max-file-size": ("max_file_size", "a number of bytes (0: no limit)", _non_negative),
-    "file-timeout": ("file_timeout", "a number of seconds (0: no limit)", _non_negative),
+    "max-file-size": ("max_file_size", _range_text("a number of bytes (an integer)", 1, 1 << 30),
+                      _in_range(1, 1 << 30, integer=True)),
+    "file-timeout": ("file_timeout", _range_text("a number of seconds", 0.001, 86_400), _in_range(0.001, 86_400)),
+    "worker-memory": ("worker_memory", _range_text("a number of MiB (an integer)", 256, 1 << 20),
+                      _in_range(256, 1 << 20, integer=True)),
     "region-file": ("region_file", "a path to a region file (graphlint runtime --record-regions)", _string),
 }
 
@@ -137,8 +160,10 @@ CONFIG_NAMES = ("graphlint.toml", "pyproject.toml")  # in one folder, graphlint.
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    from graphlint.analysis.source import read_source
+
     try:
-        text = path.read_text("utf-8")
+        text = read_source(path, MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
     except UnicodeDecodeError as error:
@@ -147,6 +172,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    except RecursionError:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{path}: not valid TOML for graphlint: nested too deeply") from None
+    except Exception as error:  # noqa: BLE001 - any failure of the parser names the file
+        raise ConfigError(f"{path}: cannot parse config file: {type(error).__name__}: {error}") from None
 
 
 def _section(data: dict[str, Any], path: Path) -> dict[str, Any] | None:

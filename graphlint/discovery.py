@@ -47,9 +47,19 @@ def _valid_name(path: str | os.PathLike[str]) -> bool:
     return True
 
 
+def resolved(path: Path) -> Path:
+    """`path` with its links resolved; as it is (made absolute) when it cannot be, e.g. a file
+    that became a symlink loop while the run looked at it: that file's read then fails, and the
+    failure is a finding on it, never the run's end."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return path.absolute()
+
+
 def relative_posix(path: Path, root: Path) -> str:
     try:
-        return path.resolve().relative_to(root).as_posix()
+        return resolved(path).relative_to(root).as_posix()
     except ValueError:
         return path.as_posix()
 
@@ -187,9 +197,9 @@ def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] | N
             if force_exclude and (is_excluded(relative_posix(path, root), patterns)
                                   or (ignores is not None and ignores.ignored(path, False))):
                 continue
-            resolved = path.resolve()
-            if resolved not in seen:
-                seen.add(resolved)
+            identity = resolved(path)
+            if identity not in seen:
+                seen.add(identity)
                 yield path
             continue
         if not stat.S_ISDIR(mode):
@@ -226,8 +236,8 @@ def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] | N
                     continue
                 if ignores is not None and ignores.ignored(file, False):
                     continue
-                resolved = file.resolve()
-                if resolved in seen:
+                identity = resolved(file)
+                if identity in seen:
                     continue
-                seen.add(resolved)
+                seen.add(identity)
                 yield file

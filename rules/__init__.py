@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 # Each family module defines RULES; the order here is the order of `graphlint rules`.
-_FAMILY_MODULES = ["sync", "control_flow", "shapes", "allocation", "capture", "meta"]
+_FAMILY_MODULES = ["sync", "control_flow", "shapes", "allocation", "capture", "meta", "completeness"]
 
 
 def _load() -> list:

@@ -1,6 +1,7 @@
-"""GL4xx: per-step allocation and host data copied to the device. A graph records a per-step
-allocation from its private pool, but that defeats static buffers; host data copied per step
-is frozen into the capture; a cache grown with cat changes shape every step."""
+"""GL4xx: per-step allocation and host data copied to the device. A per-step allocation that
+outlives the step is overwritten by the next replay (GL401; one used and dropped inside the
+step is GL405, off by default); host data copied per step is frozen into the capture; a cache
+grown with cat changes shape every step."""
 from __future__ import annotations
 
 import libcst as cst
@@ -8,57 +9,194 @@ import libcst as cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Rule
+from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import is_device, keyword, method_name, positional, receiver
+from ._escape import RETURNED, STORED, Escapes
 
 _FACTORIES = catalog.names("factories", "names")
 _LIKE = catalog.names("factories", "like")
 _NEW_METHODS = catalog.names("factories", "methods")
 _FROM_HOST = catalog.names("factories", "from_host_data")
+_FROM_HOST_METHODS = catalog.names("factories", "from_host_data_methods")
 
 
 class PerStepAllocation(Rule):
     """Flags torch factories (`torch.zeros`, `torch.full`, `torch.arange`, ...), `*_like`,
-    `new_*` and `.clone()` that create device tensors in per-step code.
+    `new_*` and `.clone()` in per-step code whose tensor outlives the step: returned by the
+    captured callable, or kept on `self`, in a global or in a container that persists (a list
+    attribute, a cache's `update`), and `.new_tensor()` of host data.
+
+    An allocation used and dropped inside the step is GL405's (off by default): at replay the
+    graph serves it from its private pool, which is no hazard. So is one whose data is copied
+    into a buffer that persists (`self.cache.index_copy_(1, pos, k)`, `buf[:, i] = k`,
+    `buf.copy_(k)`): the data outlives the step, the tensor does not.
 
     ## Why it breaks a CUDA graph
-    Under capture the allocation comes from the graph's private pool and is replayed, so it
-    is legal, but every step pays an allocation eagerly, the output address is owned by the
-    graph, and static-buffer designs break (the reference port's `torch.full` in MoE, `torch.zeros` in
-    the scale assembly, `zeros_like` inside `where`).
+    Under capture the allocation comes from the graph's private pool, and every replay writes
+    the same memory again. A tensor the step hands out (its output, a tensor kept on the
+    module or appended to a list) is therefore overwritten by the next replay while the caller
+    still holds it, and eager code that replaces it is never seen by the graph. Outputs of a
+    captured step must be static buffers the caller copies from. `.new_tensor(values)` copies
+    host data the capture freezes.
 
     ## Example
-        gsa = torch.full((E,), l1_gs, device=x.device)
+        def forward(self, x):
+            out = torch.empty_like(x)
+            torch.mul(x, 2, out=out)
+            return out                  # the captured callable returns it
 
     ## Use instead
-    Preallocate in `__init__` (`self.register_buffer(...)`) and write in place:
-    `self._gsa_buf.fill_(l1_gs)`; pass a scalar instead of `zeros_like` to `torch.where`.
+    Preallocate the output in `__init__` (`self.register_buffer(...)`), write it in place
+    (`fill_` / `copy_` / `out=`) and return that buffer; the caller copies what it keeps
+    (`logits = static_out.clone()` after replay, outside the graph).
+
+    ## Known problems
+    The fate of a tensor is followed within its function: a tensor returned to a caller counts
+    as the step's output only when the function is the root of its region (the captured
+    callable, an entry point, an `nn.Module` forward nothing linted holds); returned from an
+    inner layer to the model's forward it is an intermediate (GL405), even when the root
+    returns it on. A tensor passed to another function is assumed not to be kept by it; an
+    object built from it (`Output(logits=x)`, by the convention that classes are
+    capitalised) holds it.
     """
 
     code = "GL401"
     name = "per-step-allocation"
     severity = "warning"
-    message = "allocates a new device tensor every step instead of writing a preallocated buffer"
-    fix = "preallocate in __init__ (register_buffer) and write in place (fill_ / copy_ / out=); use a scalar, not zeros_like, in torch.where"
+    message = "allocates a device tensor every step that outlives the step: the next replay overwrites it"
+    fix = "preallocate in __init__ (register_buffer), write it in place (fill_ / copy_ / out=) and return or keep that buffer"
     capture_only = True
     VALID = [
         "class M(nn.Module):\n    def __init__(self, n, dev):\n        super().__init__()\n        self.register_buffer('buf', torch.zeros(n, device=dev))\n    def forward(self, x: torch.Tensor):\n        self.buf.fill_(0.0)\n        return torch.where(x > 0, x, 0.0)\n",
         "def f(x: torch.Tensor):\n    return x.view(-1).contiguous()\n",
+        # Intermediates (GL405): used and dropped inside the step, served from the graph's pool.
+        "def f(x: torch.Tensor):\n    return torch.where(x > 0, x, torch.zeros_like(x))\n",
+        "def f(x: torch.Tensor, w: torch.Tensor):\n    tmp = torch.empty(x.shape[0], w.shape[1], device=x.device)\n"
+        "    torch.mm(x, w, out=tmp)\n    return tmp.sum(-1)\n",
+        # A captured sampler (nano-vllm's Sampler): the exponential noise is an intermediate.
+        "class Sampler(nn.Module):\n    def forward(self, logits: torch.Tensor, temperatures: torch.Tensor):\n"
+        "        probs = torch.softmax(logits.div_(temperatures.unsqueeze(1)), dim=-1)\n"
+        "        noise = torch.empty_like(probs).exponential_(1)\n"
+        "        return probs.div_(noise.clamp_min_(1e-10)).argmax(dim=-1)\n",
+        # A constant from host data (`new_tensor(0)`), a mask multiplied in place, a gathered copy.
+        "def f(scores: torch.Tensor, mutual: torch.Tensor):\n    zero = scores.new_tensor(0)\n"
+        "    return torch.where(mutual, scores, zero)\n",
+        "def f(pixels: torch.Tensor, n: int):\n    mask = torch.ones(n, n, device=pixels.device)\n    mask[1:, :] = 0.0\n"
+        "    pixels *= mask\n    return pixels\n",
+        "def f(out: dict, table_idx: torch.Tensor):\n    table = torch.zeros(21, 37, device=table_idx.device)\n"
+        "    out['mask'] = table[table_idx]\n    return out\n",
+        # An object the step builds (attention metadata made per step): its constructor's tensors
+        # live one step.
+        "class Seqlen:\n    def __init__(self, input_lengths: torch.Tensor):\n"
+        "        self.cu_seqlen_q = torch.arange(input_lengths.shape[0] + 1, device=input_lengths.device)\n",
+        # Copied into a static cache in place: the data outlives the step, the tensor does not.
+        "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
+        "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
+        "        return x\n",
     ]
     INVALID = [
         "def f(x: torch.Tensor, v: float):\n    return torch.full((4,), v, device=x.device)\n",
-        "def f(x: torch.Tensor):\n    return torch.where(x > 0, x, torch.zeros_like(x))\n",
         "def f(x: torch.Tensor):\n    y = x.clone()\n    return y\n",
         "def f(x: torch.Tensor):\n    return x.new_zeros(x.shape)\n",
+        # Kept on the module, in a list attribute, in a cache the step updates, in a global.
+        "class M(nn.Module):\n    def forward(self, x: torch.Tensor):\n        self.last = torch.zeros_like(x)\n        return x\n",
+        "class M(nn.Module):\n    def forward(self, x: torch.Tensor):\n        h = x.clone()\n        self.history.append(h)\n        return x\n",
+        "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, cache):\n"
+        "        k = torch.empty_like(x)\n        k.copy_(x)\n        cache.update(k, self.layer_idx)\n        return x\n",
+        "LAST = None\ndef f(x: torch.Tensor):\n    global LAST\n    LAST = torch.ones_like(x)\n    return x\n",
+        # Returned by the captured callable through an output object, and built from host data.
+        "class Model(nn.Module):\n    def forward(self, x: torch.Tensor):\n        logits = torch.zeros(x.shape[0], 8, device=x.device)\n"
+        "        logits.copy_(x[:, :8])\n        return Output(logits=logits)\n",
+        "def f(x: torch.Tensor, ids: list):\n    return x[:, 0] + x.new_tensor(ids)\n",
+        # Kept in the caller's dict (SAM's tracker metadata, carried from frame to frame).
+        "def update(meta: dict, prev: torch.Tensor, mask: torch.Tensor):\n    new = prev.clone()\n"
+        "    new.masked_fill_(mask, 0)\n    meta['last'] = new[0:1]\n",
+        # The captured callable of a runner (`with torch.cuda.graph(g): out = model(x)` elsewhere).
+        Example("class Model(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.layer = Layer()\n"
+                "    def forward(self, x: torch.Tensor):\n        out = torch.empty_like(x)\n        tmp = torch.empty_like(x)\n"
+                "        torch.mul(self.layer(x), 2, out=tmp)\n        out.copy_(tmp)\n        return out\n"
+                "class Layer(nn.Module):\n    def forward(self, x: torch.Tensor):\n        return x * 2\n", 1),
     ]
 
-    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
+        self._escapes: Escapes | None = None
+
+    def _allocation(self, node: cst.Call, ctx: Context) -> str | None:
+        """The op's display name when `node` allocates a device tensor, else None."""
         qualified = ctx.qualified(node.func)
         if qualified in _FACTORIES or qualified in _LIKE:
-            if ctx.value(node).kind == "device":
-                ctx.report(self, node, message=f"`{qualified.split('.', 1)[1]}` allocates a new device tensor every step")
-        elif qualified is None and method_name(node) in _NEW_METHODS and is_device(ctx, receiver(node)):
-            ctx.report(self, node, message=f"`.{method_name(node)}()` allocates a new device tensor every step")
+            return f"`{qualified.split('.', 1)[1]}`" if ctx.value(node).kind == "device" else None
+        if qualified is None and method_name(node) in _NEW_METHODS and is_device(ctx, receiver(node)):
+            return f"`.{method_name(node)}()`"
+        return None
+
+    def visit_Call(self, node: cst.Call, ctx: Context) -> None:
+        op = self._allocation(node, ctx)
+        if op is None:
+            return
+        data = positional(node)[:1]
+        if method_name(node) in _FROM_HOST_METHODS and data and not is_device(ctx, data[0]) and not _constant(data[0]):
+            ctx.report(self, node, message=f"{op} builds a device tensor from host data every step: the capture freezes the data")
+            return
+        escapes = getattr(self, "_escapes", None)
+        function = ctx.parents[0] if ctx.parents and isinstance(ctx.parents[0], cst.FunctionDef) else None
+        if escapes is None and function is not None:
+            escapes = self._escapes = Escapes(function, ctx, lambda call: self._allocation(call, ctx) is not None)
+        fate = escapes.fate(node) if escapes is not None else None
+        where = escapes.where.get(id(node), "") if escapes is not None else ""
+        if fate == STORED and function is not None and function.name.value == "__init__" and where.startswith("`self"):
+            # A constructor reached from the step builds its object in the step (a per-step
+            # metadata object): what it keeps lives as long as that object, one step.
+            fate = None
+        if fate == STORED:
+            where = escapes.where.get(id(node), "state that outlives the step")
+            ctx.report(self, node, message=f"{op} allocates a tensor kept in {where}: it outlives the step, "
+                                           f"and every replay overwrites it")
+        elif fate == RETURNED:
+            ctx.report(self, node, message=f"{op} allocates the tensor the step returns: the next replay overwrites "
+                                           f"it while the caller holds it", escape=RETURNED)
+        else:
+            ctx.report(IntermediateAllocation, node,
+                       message=f"{op} allocates an intermediate device tensor every step")
+
+
+class IntermediateAllocation(Rule):
+    """Flags per-step allocations used and dropped inside the step: the static-buffer
+    opportunities, no capture hazard (off by default: select GL405 or ALL).
+
+    Reported by the same walk as GL401, for every allocation that GL401 does not flag: used
+    only inside its function, or returned to a caller inside the step.
+
+    ## Why it breaks a CUDA graph
+    It does not: under capture the allocation comes from the graph's private memory pool, and
+    every replay reuses that memory. Eagerly each step pays an allocation, and the graph's pool
+    holds the memory of every intermediate for as long as the graph lives.
+
+    ## Example
+        scale = torch.where(amax > 0, amax / 6.0, torch.zeros_like(amax))
+
+    ## Use instead
+    A scalar instead of `zeros_like` in `torch.where`; a buffer allocated once in `__init__`
+    and written in place (`out=`, `copy_`) where the pool's size matters.
+    """
+
+    code = "GL405"
+    name = "intermediate-allocation"
+    severity = "warning"
+    default_enabled = False
+    message = "allocates an intermediate device tensor every step (served from the graph's pool at replay: no hazard)"
+    fix = "where memory matters, preallocate in __init__ and write in place (out= / copy_); use a scalar, not zeros_like, in torch.where"
+    capture_only = True
+    VALID = [
+        "class M(nn.Module):\n    def __init__(self, n, dev):\n        super().__init__()\n        self.register_buffer('buf', torch.zeros(n, device=dev))\n    def forward(self, x: torch.Tensor):\n        self.buf.fill_(0.0)\n        return torch.where(x > 0, x, 0.0)\n",
+        # Outlives the step: GL401's.
+        "def f(x: torch.Tensor):\n    y = x.clone()\n    return y\n",
+    ]
+    INVALID = [
+        "def f(x: torch.Tensor):\n    return torch.where(x > 0, x, torch.zeros_like(x))\n",
+        "class Sampler(nn.Module):\n    def forward(self, probs: torch.Tensor):\n"
+        "        noise = torch.empty_like(probs).exponential_(1)\n        return probs.div(noise).argmax(dim=-1)\n",
+    ]
 
 
 class HostToDeviceCopy(Rule):
@@ -135,6 +273,25 @@ class HostToDeviceCopy(Rule):
             if isinstance(inner, cst.Index) and _is_host_index(ctx, inner.value):
                 ctx.report(self, inner.value, message="a host index (list, numpy array, CPU tensor) into a device tensor is copied to the device every step")
                 return
+
+
+def _constant(node: cst.BaseExpression) -> bool:
+    """A literal number, or a list or tuple of them: data a capture may freeze, it never changes."""
+    if isinstance(node, cst.UnaryOperation):
+        return _constant(node.expression)
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False")
+    return isinstance(node, (cst.List, cst.Tuple)) and all(_constant(e.value) for e in node.elements)
+
+
+def _literal(node: cst.BaseExpression) -> bool:
+    """A literal number (`0`, `-1.0`, `float("-inf")`)."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "float" \
+            and len(node.args) == 1 and isinstance(node.args[0].value, cst.SimpleString):
+        return True
+    return _constant(node) and not isinstance(node, (cst.List, cst.Tuple))
 
 
 def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
@@ -301,6 +458,9 @@ class ScalarWriteToDevice(Rule):
         "class D(nn.Module):\n    def __init__(self, dev):\n        super().__init__()\n        self.tok_pinned = torch.zeros(1, dtype=torch.long, pin_memory=True)\n        self.tok = torch.zeros(1, dtype=torch.long, device=dev)\n    def set_token(self, tid: int):\n        self.tok_pinned[0] = tid\n        self.tok.copy_(self.tok_pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor):\n    m = x < 0\n    x[m] = 0.0\n",
         "def f(x: torch.Tensor, y: torch.Tensor):\n    x[0] = y\n",
+        # A literal into a slice is fill_ (litgpt's top-p mask, its sliding-window mask).
+        "def f(remove: torch.Tensor):\n    remove[-1:] = 0\n",
+        "def f(mask: torch.Tensor, i: int, start: int):\n    mask[i, start : i + 1] = float('-inf')\n",
         # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
         "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
         "    for seq_id, processor in enumerate(processors):\n"
@@ -310,6 +470,8 @@ class ScalarWriteToDevice(Rule):
         "def f(tok_buf: torch.Tensor, next_token: int):\n    tok_buf[0] = next_token\n",
         "class M:\n    def __init__(self, dev):\n        self.tok_buf = torch.zeros(2, 1, dtype=torch.long, device=dev)\n    def set_tokens(self, tokens):\n        for b, token in enumerate(tokens):\n            self.tok_buf[b, 0] = token\n",
         "def f(offsets: torch.Tensor, g: int, n: int):\n    offsets[g] = n * 128\n",
+        # One element: a copy from host memory even for a literal.
+        "def f(flags: torch.Tensor):\n    flags[0] = 1\n",
     ]
 
     def visit_Assign(self, node: cst.Assign, ctx: Context) -> None:
@@ -329,8 +491,12 @@ class ScalarWriteToDevice(Rule):
             # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
             if value.kind == "unknown" and _call_on_device(ctx, node.value):
                 continue
+            # Into a slice a scalar is `fill_` (torch's indexing copy_to): no copy, and a
+            # literal never changes. Into one element it is a copy from host memory.
+            if not element_write and _literal(node.value):
+                continue
             if value.kind == "host" or element_write:
                 ctx.report(self, sub)
 
 
-RULES = [PerStepAllocation, HostToDeviceCopy, GrowingCache, ScalarWriteToDevice]
+RULES = [PerStepAllocation, HostToDeviceCopy, GrowingCache, ScalarWriteToDevice, IntermediateAllocation]

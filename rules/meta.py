@@ -30,16 +30,22 @@ class ParseError(Rule):
 class UnknownSuppression(Rule):
     """Flags a suppression comment naming a code or name that no rule has.
 
+    In `# graphlint: ignore[...]` and `# graphlint: noqa: ...` every entry is graphlint's. In a
+    `# noqa:` list only graphlint's own namespace is judged: `GL` codes and rule-name-shaped
+    entries (lower-case words joined by hyphens, `item-call`); other tools' codes (`E501`,
+    `BLE001`) are theirs and never reported.
+
     ## Why it breaks a CUDA graph
     It does not; but a misspelt suppression silences nothing, and a reader believes a hazard
     was reviewed.
 
     ## Example
         x.item()  # graphlint: ignore[GL1O1]
+        x.item()  # noqa: item-cal
 
     ## Use instead
-    Name an existing rule by code or name: `# graphlint: ignore[GL101]` or
-    `# graphlint: ignore[item-call]`; `graphlint rules` lists them.
+    Name an existing rule by code or name: `# graphlint: ignore[GL101]`,
+    `# graphlint: ignore[item-call]` or `# noqa: item-call`; `graphlint rules` lists them.
     """
 
     code = "GL901"
@@ -47,6 +53,26 @@ class UnknownSuppression(Rule):
     severity = "warning"
     message = "suppression names an unknown rule"
     fix = "name an existing rule code or name (see `graphlint rules`)"
+    VALID = [
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: item-call, E501, BLE001\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: GL101 - the URL in long-lines is fine\n",
+        "# graphlint: noqa: GL1, tolist-call\n"
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()\n",
+    ]
+    INVALID = [
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # graphlint: ignore[GL1O1]\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: item-cal\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: E501, GL1O1\n",
+        "# graphlint: noqa: item-cal\n"
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()\n",
+    ]
 
 
 class UnusedSuppression(Rule):
@@ -61,6 +87,10 @@ class UnusedSuppression(Rule):
 
     ## Example
         n = x.shape[0]  # graphlint: ignore[GL101]
+
+    A bare `# noqa` suppresses every rule on its line, so it counts as unused where no
+    graphlint finding is on that line (another linter's finding it silences is not seen); a
+    file-level `# graphlint: noqa` is unused where no finding of the codes it lists is in the file.
 
     ## Use instead
     Remove the comment, or the codes in it that no longer match a finding on that line (or on
@@ -78,10 +108,22 @@ class UnusedSuppression(Rule):
         "    return x.max().item()  # graphlint: ignore[GL101] -- logged once per request\n",
         "def decode_step(x: torch.Tensor):\n"
         "    return x.max().item()  # noqa: GL101\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa\n",
+        "# graphlint: noqa: item-call\n"
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x + 1  # noqa: E501\n",
     ]
     INVALID = [
         "def decode_step(x: torch.Tensor):\n"
         "    return x.max()  # graphlint: ignore[GL101]\n",
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x + 1  # noqa\n",
+        "# graphlint: noqa: GL305\n"
+        "def decode_step(x: torch.Tensor):\n"
+        "    return x.max().item()  # noqa: GL101\n",
         "def decode_step(x: torch.Tensor):\n"
         "    return x.max().item()  # noqa: GL101, GL201\n",
         "def decode_step(x: torch.Tensor):\n"

@@ -133,7 +133,7 @@ def test_configured_eager_and_host_lists_act_like_markers():
     assert regions["Attention.forward"] == "host"
 
 
-def test_unresolved_calls_are_listed_with_a_reason_not_guessed(tmp_path):
+def test_unresolved_calls_are_listed_with_a_reason_and_few_candidates_are_followed(tmp_path):
     write(tmp_path, {"pkg/__init__.py": "", "pkg/step.py": """
         import torch
         from .missing import helper
@@ -150,12 +150,30 @@ def test_unresolved_calls_are_listed_with_a_reason_not_guessed(tmp_path):
         """})
     graph = build(tmp_path, "pkg.step:step")
     calls = {u["call"]: u["reason"] for u in graph.unresolved}
-    assert set(calls) == {"fn", "store.update", "helper"}
+    assert set(calls) == {"fn", "helper"}
     assert "parameter `fn`" in calls["fn"]
-    assert "Cache.update" in calls["store.update"]  # a linted class has that method: not guessed
     assert "pkg.missing.helper" in calls["helper"] and "outside the linted files" in calls["helper"]
-    assert reached(graph) == {"step": "captured"}
+    # A receiver of unknown type: the one linted class with that method is a candidate, and the
+    # chain says so.
+    assert reached(graph) == {"step": "captured", "Cache.update": "captured"}
+    placement = graph.placements[("pkg/step.py", "Cache.update")]
+    assert placement.reached_via == ("step", "Cache.update [candidate for `store.update`]")
     assert all(u["caller"] == "step" for u in graph.unresolved)
+
+
+def test_a_method_many_classes_define_is_not_guessed(tmp_path):
+    classes = "".join(f"\n        class Store{i}:\n            def update(self, k):\n                return k\n"
+                      for i in range(5))
+    write(tmp_path, {"pkg/__init__.py": "", "pkg/step.py": """
+        import torch
+        """ + classes + """
+        def step(x: torch.Tensor, store):
+            store.update(x)
+        """})
+    graph = build(tmp_path, "pkg.step:step")
+    assert reached(graph) == {"step": "captured"}
+    [entry] = graph.unresolved
+    assert entry["call"] == "store.update" and "Store0.update" in entry["reason"]
 
 
 def test_functions_passed_as_arguments_and_partials_are_followed(tmp_path):

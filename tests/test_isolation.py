@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from graphlint.analysis import file as file_analysis
-from graphlint.analysis import stack
+from graphlint.analysis import shape, stack
 from graphlint.config import Config, ConfigError, from_mapping
 from graphlint.engine import check, pool
 
@@ -82,6 +82,7 @@ def test_a_parser_crash_is_a_finding_on_that_file_and_the_worker_is_replaced(tre
     # Let 3,000 brackets reach libcst on an ordinary 8 MiB stack: its native parser overflows
     # the stack (SIGSEGV), which no in-process handler survives.
     monkeypatch.setattr(file_analysis, "MAX_BRACKET_DEPTH", 10**9)
+    monkeypatch.setattr(shape, "MAX_CHAIN", 10**9)  # the brackets count as links of a chain too
     monkeypatch.setattr(stack, "STACK_BYTES", 8 * 1024 * 1024)
     (tree / "crash.py").write_text("import torch\nx = " + "[" * 3000 + "1" + "]" * 3000 + "\n")
     (tree / "crash2.py").write_text("import torch\nx = " + "[" * 3000 + "1" + "]" * 3000 + "\n")

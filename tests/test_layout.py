@@ -20,8 +20,8 @@ STAGES = [
     # The runtime half stands beside the static one; views render the sections of both.
     ("runtime", ["graphlint.runtime"]),
     ("views", ["graphlint.views"]),
-    # Entry points: the click commands (the runtime's own among them) and the pytest plugin.
-    ("cli", ["graphlint.cli", "graphlint.__main__", "graphlint.runtime.command", "graphlint.pytest_plugin"]),
+    # Entry points: the click commands (graphlint/commands/, the runtime's own among them) and the pytest plugin.
+    ("cli", ["graphlint.cli", "graphlint.commands", "graphlint.server", "graphlint.__main__", "graphlint.runtime.command", "graphlint.pytest_plugin"]),
 ]
 
 

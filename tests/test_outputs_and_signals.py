@@ -116,11 +116,12 @@ def _group_members(pgid: int) -> list[int]:
 
 
 def _slow_tree(folder: Path) -> None:
-    # Each file takes seconds to analyse (a long method chain), so the run is stopped mid-way;
-    # the padding makes the tree large enough for two workers.
+    # Each file takes seconds to analyse (long method chains, each within the parser's budget),
+    # so the run is stopped mid-way; the padding makes the tree large enough for two workers.
     for index in range(4):
-        (folder / f"slow{index}.py").write_text("import torch\n\ndef step(x: torch.Tensor):\n    return x"
-                                                 + ".abs()" * 1500 + "\n" + "#" * 60_000 + "\n")
+        (folder / f"slow{index}.py").write_text("import torch\n\ndef step(x: torch.Tensor):\n"
+                                                 + ("    x = x" + ".abs()" * 450 + "\n") * 9
+                                                 + "    return x\n" + "#" * 60_000 + "\n")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")

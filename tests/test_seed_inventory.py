@@ -266,17 +266,23 @@ def sparse_attn(scores: torch.Tensor, topk_idxs: torch.Tensor):
 }
 
 
+# Seeds whose allocation is an intermediate (used and dropped inside the step): no capture
+# hazard, so GL405 reports it only when selected, as a static-buffer opportunity.
+INTERMEDIATE = {"quantize_zeros_like": ("GL405",)}
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_before_fix_is_flagged_with_the_right_family(name):
     before, _, families = CASES[name]
-    found = {f.family for f in lint_snippet(before) if not f.suppressed}
+    select = INTERMEDIATE.get(name, ())
+    found = {f.family for f in lint_snippet(before, select=select) if not f.suppressed}
     assert families <= found, f"{name}: expected families {families}, got {found}"
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_after_fix_is_clean(name):
     _, after, _ = CASES[name]
-    found = [f for f in lint_snippet(after)]
+    found = [f for f in lint_snippet(after, select=INTERMEDIATE.get(name, ()))]
     assert found == [], f"{name}: after-fix version flagged: {found}"
 
 

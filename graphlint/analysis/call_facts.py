@@ -29,7 +29,7 @@ from graphlint.analysis.capture_sites import one_time_blocks
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import dotted
 
-_MAX_DEPTH = 6  # deeper expressions are never receivers the call graph can follow
+_MAX_DEPTH = 12  # deeper expressions are never receivers the call graph can follow (`M(c).to(d).eval()` is 9)
 _MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
 _MAX_RETURNS = 4
 
@@ -67,6 +67,8 @@ _ARG_AWARE = frozenset({
     "list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "enumerate", "zip", "next", "dict",
     "getattr", "super", "ModuleList", "ParameterList", "Sequential", "ModuleDict", "partial", "wraps",
     "lru_cache", "cache", "islice", "chain",
+    # What a compiled, scripted or graphed callable runs (graphlint/data/call_graph.toml).
+    "compile", "script", "trace", "make_graphed_callables", "optimize",
 })
 
 
@@ -96,7 +98,9 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
             node.func.value if type(node.func) is cst.Name else "")
         args: list = []
         kwargs: dict[str, Any] = {}
-        if name in _ARG_AWARE:
+        # A class's constructor arguments too (`LayerStack(layers)`, `Engine(model)`): what an
+        # instance holds often comes from them.
+        if name in _ARG_AWARE or name[:1].isupper():
             for arg in node.args:
                 if arg.keyword is not None:
                     kwargs[arg.keyword.value] = _enc(arg.value, d)
@@ -145,6 +149,9 @@ def _enc(node: cst.CSTNode | None, depth: int = 0) -> list | None:
             return None
         # A bytes literal is no module or attribute name, and JSON cannot hold it.
         return ["str", value] if isinstance(value, str) else None
+    if type(node) is cst.Lambda:
+        body = _enc(node.body, d)
+        return ["lam", body] if body is not None else None
     if type(node) is cst.NamedExpr:
         return _enc(node.value, depth)
     if type(node) is cst.Await:
@@ -178,6 +185,8 @@ _LIBRARY_METHODS = frozenset({
     "flip", "repeat_interleave", "square", "einsum", "append", "extend", "items", "keys", "values", "join",
     "format", "strip", "startswith", "endswith", "replace", "lower", "upper",
 })
+# Container methods that add to the container (the last argument is what it then holds).
+_MUTATORS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
 _LEAVES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis})
 
 
@@ -191,6 +200,8 @@ class _FunctionWalker:
         self.calls: list = []
         self._seen_calls: set[str] = set()
         self.returns: list = []
+        self.yields: list = []  # what a generator yields (a context manager's `as` value)
+        self.once: list = []  # calls in one-time branches
         self.one_time = False
 
     def bind(self, target: cst.BaseExpression, value: list | None) -> None:
@@ -209,6 +220,20 @@ class _FunctionWalker:
         elif (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
               and target.value.value == self.self_name and self.self_name is not None and value != ["?"]):
             self.record_attr(target.attr.value, value)
+        elif isinstance(target, cst.Subscript) and value != ["?"]:
+            # `impls["paged"] = paged_attention`, `self.layers[i] = Layer()`: the container holds
+            # the value (as a dict's value or a list's element: indexing and iterating both see it).
+            key = _enc(target.slice[0].slice.value) if len(target.slice) == 1 and isinstance(
+                target.slice[0].slice, cst.Index) else None
+            self._holds(target.value, ["u", [["d", [key], [value]], ["l", [value]]]])
+
+    def _holds(self, container: cst.BaseExpression, value: list) -> None:
+        """`container` (a local or `self.attr`) also holds `value` (a container literal)."""
+        if isinstance(container, cst.Name):
+            self.bind(container, value)
+        elif (isinstance(container, cst.Attribute) and isinstance(container.value, cst.Name)
+              and container.value.value == self.self_name and self.self_name is not None):
+            self.record_attr(container.attr.value, value)
 
     # The walk names the fields it enters: libcst's generic `.children` rebuilds every node
     # through a visitor, which costs more than everything else here together.
@@ -362,11 +387,21 @@ class _FunctionWalker:
                 stack.extend(p.expression for p in node.parts if type(p) is cst.FormattedStringExpression)
             elif kind in (cst.Yield,):
                 stack.append(node.value if not isinstance(node.value, cst.From) else node.value.item)
+                if node.value is not None and not isinstance(node.value, cst.From):
+                    encoded = _enc(node.value)
+                    if encoded is not None and len(self.yields) < _MAX_RETURNS:
+                        self.yields.append(encoded)
             else:
                 stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
 
     def _call(self, node: cst.Call) -> None:
         func = node.func
+        if type(func) is cst.Attribute and func.attr.value in _MUTATORS and node.args:
+            # `layers.append(Layer(i))`, `self.blocks.extend(blocks)`: what the container holds.
+            item = node.args[-1].value
+            held = _enc(item)
+            if held is not None:
+                self._holds(func.value, ["l", [["star", held] if func.attr.value == "extend" else held]])
         if (type(func) is cst.Attribute and func.attr.value in _LIBRARY_METHODS
                 and not (type(func.value) is cst.Name and func.value.value == self.self_name)):
             return  # x.view(...), d.items(): a tensor's or a container's, never followed
@@ -375,13 +410,23 @@ class _FunctionWalker:
             return
         if len(encoded) == 2:
             # Functions passed by name may be called (callbacks): keep name-like arguments.
-            refs = [ref for ref in (_ref(a.value) for a in node.args) if ref is not None]
+            # In their positions (None for any other argument), up to the first keyword or star:
+            # a parameter's value is then read at its call sites.
+            refs: list = []
+            for arg in node.args:
+                if arg.keyword is not None or arg.star:
+                    break
+                refs.append(_ref(arg.value))
+            while refs and refs[-1] is None:
+                refs.pop()
             if refs:
                 encoded.append(refs)
         key = repr(encoded)
-        if not self.one_time and key not in self._seen_calls:
+        if key not in self._seen_calls:
             self._seen_calls.add(key)
-            self.calls.append(encoded)
+            # A one-time call (lazy set-up, a capture made once per batch size) is not followed
+            # for regions, but what it passes still tells what a parameter holds.
+            (self.once if self.one_time else self.calls).append(encoded)
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.
         func = node.func
         args = [a.value for a in node.args if a.keyword is None]
@@ -399,7 +444,10 @@ def _decorators(node: cst.FunctionDef) -> list[str]:
     names = []
     for decorator in node.decorators:
         name = dotted(decorator.decorator)
-        if name in ("staticmethod", "classmethod", "property", "functools.cached_property", "cached_property"):
+        if name in ("contextlib.contextmanager", "contextlib.asynccontextmanager"):
+            name = "contextmanager"  # `with f(...) as v`: v is what f yields
+        if name in ("staticmethod", "classmethod", "property", "functools.cached_property", "cached_property",
+                    "contextmanager", "asynccontextmanager"):
             names.append(name.rsplit(".", 1)[-1])
     return names
 
@@ -484,6 +532,8 @@ def _module_globals(module: cst.Module) -> dict[str, list]:
                         walker.bind(small.target, ["ann", _ann(small.annotation.annotation)])
                         if small.value is not None:
                             walker.bind(small.target, _enc(small.value))
+                    elif isinstance(small, cst.Expr):
+                        walker.expr(small.value)  # `IMPLS.append(f)`, `REGISTRY.setdefault(k, f)`
             elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
                 stack.extend(compound_bodies(stmt))
     return walker.env
@@ -526,6 +576,10 @@ def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], 
             entry["returns_ann"] = _ann(node.returns.annotation)
         if walker.returns:
             entry["returns"] = walker.returns
+        if walker.yields:
+            entry["yields"] = walker.yields
+        if walker.once:
+            entry["once"] = walker.once
         out_functions[qualname] = entry
     _drop_unused_locals(out_functions, classes)
     return {
@@ -544,7 +598,7 @@ def _roots(expr: Any, out: set[str]) -> None:
     if type(expr) is not list or not expr:
         return
     tag = expr[0]
-    if tag in ("a", "i", "s", "ix", "it", "enter", "star"):
+    if tag in ("a", "i", "s", "ix", "it", "enter", "star", "lam"):
         _roots(expr[1], out)
     elif tag == "c":
         _roots(expr[1], out)
@@ -570,15 +624,17 @@ def _text_name(expr: Any) -> str:
 
 
 def _drop_plain_arguments(function: dict[str, Any]) -> None:
-    """A call's name-like arguments stay only when they may hold a function: not a parameter
-    (a callback through a parameter cannot be resolved anyway), not a local bound only to
-    computed values."""
-    params = {p if type(p) is str else p[0] for p in function["params"]}
+    """A call's name-like arguments stay only when they may hold a function, a module or a
+    container: not a local bound only to computed values or constants."""
     env = function.get("env", {})
-    for call in function["calls"]:
+    for call in function["calls"] + function.get("once", []):
         if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
-            kept = [arg for arg in call[2] if not (type(arg) is str and (
-                arg in params or (arg in env and not any(_is_reference(e) for e in env[arg]))))]
+            # A parameter stays: a step handed on to the function that captures it
+            # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
+            kept = [None if type(arg) is str and arg in env and all(_is_constant(e) for e in env[arg])
+                    else arg for arg in call[2]]
+            while kept and kept[-1] is None:
+                kept.pop()
             if kept:
                 call[2] = kept
             else:
@@ -596,7 +652,7 @@ def _drop_unused_locals(functions: dict[str, dict[str, Any]], classes: dict[str,
     needed: set[str] = set()
     for function in functions.values():
         _drop_plain_arguments(function)
-        for expr in function["calls"] + function.get("returns", []):
+        for expr in function["calls"] + function.get("once", []) + function.get("returns", []) + function.get("yields", []):
             _roots(expr, needed)
     for info in classes.values():
         for values in info["attrs"].values():

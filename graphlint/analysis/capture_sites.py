@@ -31,8 +31,10 @@ LAZY_INIT = "lazy-init"
 PREFILL_ONLY = "prefill-only"
 # Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
 # (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
-_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling"})
-_DECODE_FLAGS = frozenset({"is_decoding", "is_decode"})
+_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling", "is_extend"})  # SGLang's ForwardMode.is_extend()
+# Decode-like step kinds (SGLang's ForwardMode.is_decode_or_idle(), is_target_verify(): the
+# speculative verify step is captured as well).
+_DECODE_FLAGS = frozenset({"is_decoding", "is_decode", "is_decode_or_idle", "is_target_verify", "is_idle"})
 
 
 @dataclass
@@ -181,6 +183,53 @@ def _assigned(body: cst.CSTNode, target_text: str) -> bool:
     return False
 
 
+def _step_flag(node: cst.BaseExpression) -> str | None:
+    """"prefill" or "decode" for a step flag: `state.is_prefill`, `mode.is_decode()`."""
+    if isinstance(node, cst.Call) and not node.args:
+        node = node.func
+    if isinstance(node, cst.Attribute):
+        if node.attr.value in _PREFILL_FLAGS:
+            return "prefill"
+        if node.attr.value in _DECODE_FLAGS:
+            return "decode"
+    return None
+
+
+def _negated_flag(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
+        return _step_flag(node.expression)
+    return None
+
+
+def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
+        return _disjuncts(test.left) + _disjuncts(test.right)
+    return [test]
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _stores_into(body: cst.CSTNode, container: str) -> bool:
+    """Whether the block assigns an item of `container` (`container[key] = ...`)."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                parts = [e.value for e in target.target.elements] if isinstance(
+                    target.target, (cst.Tuple, cst.List)) else [target.target]
+                if any(isinstance(p, cst.Subscript) and dotted(p.value) == container for p in parts):
+                    return True
+        stack.extend(code_children(node))
+    return False
+
+
 def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
     """(kind, negated) for an `if` test that selects one-time code: kind is TRAINING_ONLY or
     LAZY_INIT; negated means the one-time code is the else branch (`if not self.training:`).
@@ -190,13 +239,20 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         return TRAINING_ONLY, False
     flag, negated = (test.expression, True) if (
         isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
-    if isinstance(flag, cst.Attribute) and flag.attr.value in _PREFILL_FLAGS:
-        return PREFILL_ONLY, negated
-    if isinstance(flag, cst.Attribute) and flag.attr.value in _DECODE_FLAGS:
-        return PREFILL_ONLY, not negated
+    step_kind = _step_flag(flag)
+    if step_kind is None and isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.Or):
+        # `if mode.is_decode_or_idle() or mode.is_target_verify():` is the decode step; the
+        # rest of its `elif` chain is prefill.
+        kinds = {_step_flag(part) for part in _disjuncts(flag)}
+        step_kind = "decode" if kinds == {"decode"} else None
+    if step_kind is not None:
+        return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
+        # `if state.is_prefill and state.is_token_healing:` runs only when both hold.
+        if any(_step_flag(part) == "prefill" or _negated_flag(part) == "decode" for part in _conjuncts(test)):
+            return PREFILL_ONLY, False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if _is_self_training(inner):
@@ -207,6 +263,13 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
             if any(word in short for word in _INIT_WORDS) or _assigned(body, name):
                 return LAZY_INIT, False
         if isinstance(inner, cst.Call) and dotted(inner.func) == "hasattr" and len(inner.args) == 2:
+            return LAZY_INIT, False
+    if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+            and isinstance(test.comparisons[0].operator, cst.NotIn)):
+        # `if self.layer_idx not in params.states: params.states[self.layer_idx] = torch.zeros(...)`:
+        # the first call fills the cache entry, later calls read it.
+        container = dotted(test.comparisons[0].comparator)
+        if container is not None and _stores_into(body, container):
             return LAZY_INIT, False
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
             and isinstance(test.comparisons[0].operator, cst.Is)

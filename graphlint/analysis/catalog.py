@@ -33,6 +33,13 @@ def names(section: str, key: str) -> frozenset[str]:
     return frozenset(_raw()[section][key])
 
 
+@lru_cache(maxsize=None)
+def call_graph(section: str, key: str) -> Any:
+    """One entry of graphlint/data/call_graph.toml (what library calls return, for the call graph)."""
+    value = _load("call_graph.toml")[section][key]
+    return frozenset(value) if isinstance(value, list) else value
+
+
 def reason(section: str) -> str:
     return _raw()[section].get("reason", "")
 

@@ -21,10 +21,11 @@ from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_me
 from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
-from graphlint.analysis.names import collect_imports
+from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
+from graphlint.analysis import shape
 from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
 from graphlint.config import DEFAULT_MAX_FILE_SIZE
 
@@ -33,6 +34,7 @@ from graphlint.config import DEFAULT_MAX_FILE_SIZE
 SKIP_REASON = "they never mention torch, tensors or CUDA"
 _INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_DEFINES = re.compile(r"^\s*(?:class|def|async\s+def)\s", re.MULTILINE)
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
 # Methods that construct or describe an object rather than run a step.
 NOT_PER_STEP = frozenset({
@@ -66,6 +68,7 @@ class FileFinding:
     message: str
     fix: str
     zone: str | None = None  # one-time branch or capture block the finding lies in
+    escape: str | None = None  # "returned": the region decides (analysis/rule.RawFinding)
 
 
 @dataclass
@@ -249,7 +252,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     if max_size and len(text) > max_size:
         return FileAnalysis(path, limit=limit_record(too_large(len(text), max_size)))
     try:
-        return _analyze(path, text, rules, force, external, call_graph)
+        return _analyze(path, text, rules, force, external, call_graph, max_size)
     except RecursionError:
         # Deeper than the recursion limit allows (the engine raises it in its workers, which
         # analyse on a large stack); what CPython compiles usually fits.
@@ -267,32 +270,48 @@ def limit_record(reason: str, line: int = 1) -> dict[str, Any]:
 
 
 def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, external: dict | None,
-             call_graph: bool) -> FileAnalysis:
+             call_graph: bool, max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
     result = FileAnalysis(path)
+    text = normalise_identifiers(text)  # `x.ｉtem()` is `x.item()` to Python
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
-    if not force and not _INTERESTING.search(text) and not (path.endswith("__init__.py") and "import" in text):
+    # A file that never mentions torch is still analysed when it defines functions or classes:
+    # the call graph may pass through it (a container class of the engine's own, a plain-class
+    # layer, a helper a forward hands a device value to).
+    quiet = not force and not _INTERESTING.search(text)
+    if quiet and not (path.endswith("__init__.py") and "import" in text) and not _DEFINES.search(text):
         result.skipped = True
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.summaries reads these names).
         result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
         return result
     depth, depth_line = bracket_depth(text)
+    if depth > MAX_BRACKET_DEPTH and quiet:
+        result.skipped = True
+        return result
     if depth > MAX_BRACKET_DEPTH:
         # CPython refuses this too; libcst's native parser would overflow its stack on it.
         result.parse_error = {"line": depth_line or 1, "col": 1,
                               "message": f"too many nested parentheses ({depth} levels; Python allows "
                                          f"{MAX_BRACKET_DEPTH})"}
         return result
+    refused = shape.refusal(text, max_size)  # what would take the parser too long or too much memory
+    if refused is not None:
+        result.limit = limit_record(*refused)
+        return result
     try:
         module = cst.parse_module(text)
-    except cst.ParserSyntaxError as error:
-        result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
-                              "message": str(error).splitlines()[0] if str(error) else "syntax error"}
-        if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
-            result.parse_error.update(_tokenizer_position(text))
-        return result
-    except ValueError as error:
-        result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
+    except (cst.ParserSyntaxError, ValueError) as error:
+        if quiet:
+            # A file that never mentions torch is not graphlint's to judge: it stays unparsed.
+            result.skipped = True
+            result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
+        elif isinstance(error, cst.ParserSyntaxError):
+            result.parse_error = {"line": error.raw_line, "col": error.raw_column + 1,
+                                  "message": str(error).splitlines()[0] if str(error) else "syntax error"}
+            if "tokenizer error" in str(error) or (error.raw_line, error.raw_column) == (1, 0):
+                result.parse_error.update(_tokenizer_position(text))
+        else:
+            result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
         return result
     imports = collect_imports(module)
     facts = ModuleFacts(module, imports)
@@ -343,7 +362,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
-            zone=item.zone,
+            zone=item.zone, escape=item.escape,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).

@@ -6,9 +6,42 @@ import, and collecting the few import statements of a file costs almost nothing.
 """
 from __future__ import annotations
 
+import io
+import re
+import tokenize
+import unicodedata
 from dataclasses import dataclass, field
 
 import libcst as cst
+
+_NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
+
+
+def normalise_identifiers(text: str) -> str:
+    """`text` with every identifier NFKC-normalised, as the compiler reads it (PEP 3131):
+    `x.ｉtem()` is `x.item()`, `import ｔorch` imports torch. Strings and comments are left as
+    they are; an ASCII text, or one whose non-ASCII words are already normal, is returned at
+    once. A name whose normal form has another length (a ligature) shifts the columns after it
+    on its line."""
+    if text.isascii():
+        return text
+    if all(unicodedata.is_normalized("NFKC", word) for word in set(_NON_ASCII_WORD.findall(text))):
+        return text
+    lines = text.splitlines(keepends=True)
+    edits: list[tuple[int, int, int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.NAME and not token.string.isascii():
+                normal = unicodedata.normalize("NFKC", token.string)
+                if normal != token.string:
+                    (row, start), (_, end) = token.start, token.end
+                    edits.append((row, start, end, normal))
+    except (tokenize.TokenError, SyntaxError):
+        return text  # the parser reports what is wrong with it
+    for row, start, end, normal in reversed(edits):  # right to left: earlier columns stay valid
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + normal + line[end:]
+    return "".join(lines)
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

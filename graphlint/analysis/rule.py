@@ -46,7 +46,8 @@ class Rule:
     fix: ClassVar[str]
     # Capture-only rules matter inside the graph, not in an eager break (syncs matter in both).
     capture_only: ClassVar[bool] = False
-    # Off unless selected by code, prefix or ALL (as ruff's RUF100 is): rules about the run itself.
+    # Off unless selected by code, prefix or ALL (as ruff's RUF100 is): rules about the run
+    # itself, and opt-in rules that report what is no hazard (GL405's intermediates).
     default_enabled: ClassVar[bool] = True
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str | Example]] = []
@@ -79,6 +80,9 @@ class RawFinding:
     message: str
     fix: str
     zone: str | None = None  # "training-only" | "lazy-init" | "prefill-only" | "capture-block" (analysis/capture_sites)
+    # A finding whose verdict depends on the region: "returned" (a hazard only where the
+    # function is its region's root, see engine/finalize).
+    escape: str | None = None
 
 
 class Context:
@@ -102,10 +106,11 @@ class Context:
     def qualified(self, node: cst.BaseExpression) -> str | None:
         return self.imports.resolve(node)
 
-    def report(self, rule: type[Rule] | Rule, node: cst.CSTNode, message: str | None = None, fix: str | None = None) -> None:
+    def report(self, rule: type[Rule] | Rule, node: cst.CSTNode, message: str | None = None, fix: str | None = None,
+               escape: str | None = None) -> None:
         cls = rule if isinstance(rule, type) else type(rule)
         self._sink.append(RawFinding(cls, node, self.statement, self.function,
-                                     message or cls.message, fix or cls.fix, self.zone))
+                                     message or cls.message, fix or cls.fix, self.zone, escape))
 
     @property
     def parent(self) -> cst.CSTNode | None:

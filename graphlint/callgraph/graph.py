@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
@@ -55,6 +56,9 @@ class CallGraph:
     external_calls: int = 0  # calls into libraries (torch, the standard library), not listed
     fallback: bool = False  # nn.Module forwards were roots (no capture site, or one unresolved)
     warmed_up: list[tuple[str, str]] = field(default_factory=list)  # capture functions warmed by a caller
+    # Capture sites whose region could not be followed to its end: {path, function, line,
+    # message, reason, calls}, reported as GL905 and making the audit INCOMPLETE.
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _text(expr: Any) -> str:
@@ -137,11 +141,13 @@ _SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin
                "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
 
 
-def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool]:
+def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool, list]:
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
-    could not be resolved) from the capture sites in the linted code."""
+    could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
+    from the capture sites in the linted code."""
     roots: list[tuple[tuple, str]] = []
     orchestration: dict[tuple[str, str], str] = {}
+    sites: list[tuple] = []
     blind = False
     for key, function in project.functions.items():
         owner = (key[0], function["class"]) if function["class"] else None
@@ -151,27 +157,75 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
             if kind == "compile-decorator":
                 roots.append(((FN, key, owner), reason))
+                sites.append((key, line, reason, [(FN, key, owner)], []))
                 continue
             orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
+            site_roots: list[tuple] = []
+            missing: list[str] = []
             for expr in callees:
                 values = project.eval(expr, scope)
                 targets = project.call_targets(values)
                 if not targets and type(expr) is str:
                     # `f = torch.compile(f, ...)` rebinds the name: the function is the module's.
-                    values = project.eval(expr, (key[0], None, None))
-                    targets = project.call_targets(values)
+                    targets = project.call_targets(project.eval(expr, (key[0], None, None)))
+                if not targets and _is_parameter(project, key, expr):
+                    # The step handed to the capturing function (`capture(self.forward_decode, ...)`):
+                    # what its callers pass.
+                    targets = _passed_callables(project, key)
                 if targets:
-                    roots.extend((target, reason) for target in targets)
-                elif any(v[0] in (DYN, PEXT, INST) for v in values):
+                    site_roots.extend(targets)
+                elif not values or any(v[0] != EXT for v in values):
                     blind = True
                     text = _text(expr)
+                    missing.append(text)
                     unresolved.setdefault((key, text), {
                         "path": key[0], "caller": names.get(key, key[1]), "call": text,
                         "reason": f"the callee of the capture site at {where} cannot be resolved; "
                                   f"every nn.Module forward is checked instead"})
+            roots.extend((target, reason) for target in site_roots)
+            sites.append((key, line, reason, site_roots, missing))
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
-    return roots, orchestration, blind
+    return roots, orchestration, blind, sites
+
+
+def _is_parameter(project: Project, key: tuple[str, str], expr: Any) -> bool:
+    name = expr if type(expr) is str else None
+    return name is not None and any(p.lstrip("*") == name for p, _ in project.functions[key]["params"])
+
+
+def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) -> list[tuple]:
+    """What the call sites of `key` (a capturing function that takes the step as a parameter)
+    pass as arguments: functions, modules, instances. A caller that passes one of its own
+    parameters on is followed to its callers in turn (a few levels). Calls are matched by name
+    first, then resolved."""
+    short = key[1].rsplit(".", 1)[-1]
+    found: list[tuple] = []
+    for caller, function in project.functions.items():
+        owner = (caller[0], function["class"]) if function["class"] else None
+        scope = (caller[0], caller[1], owner)
+        for call in function["calls"] + function["once"]:
+            if _last_name(call[1]) != short:
+                continue
+            if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:
+                continue
+            args = list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]
+            for arg in args:
+                if type(arg) is tuple and arg[:1] == ("star",):
+                    arg = arg[1]
+                if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
+                    continue
+                if depth < _MAX_PASS_DEPTH and caller != key and _is_parameter(project, caller, arg):
+                    found.extend(_passed_callables(project, caller, depth + 1))
+                    continue
+                for value in project.eval(arg, scope):
+                    if value[0] in (FN, INST):
+                        found.extend(project.call_targets(frozenset({value})))
+    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+
+
+# How many callers up a step handed from parameter to parameter is followed.
+_MAX_PASS_DEPTH = 3
 
 
 def _is_module(project: Project, cls: tuple[str, str]) -> bool:
@@ -245,27 +299,33 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph = CallGraph()
     names = graph.names = _display_names(project)
     unresolved: dict[tuple, dict] = {}
-    sites, orchestration, blind = _capture_roots(project, unresolved, names)
-    has_sites = any(project.functions[key].get("captures") for key in project.functions)
+    site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
+    has_sites = bool(sites)
     fallback = _forward_roots(project) if (blind or not has_sites) else []
-    learned = recorded.roots(project, config)  # region file: the functions a real run executed are roots
-    roots = entries + learned + sites + fallback
+    # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
+    learned = recorded.roots(project, config)
+    roots = entries + learned + site_roots + fallback
+    # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
-    nothing_found = not sites and not fallback and not orchestration and not learned
+    nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}
     parent: dict[tuple[str, str], tuple[str, str] | None] = {}
     seen_contexts: set[tuple] = set()
+    candidate_edges: dict[tuple[str, str], str] = {}  # function -> the call it is a candidate of
     eager_seeds: list[tuple] = []
 
     def chain(key: tuple[str, str]) -> tuple[str, ...]:
         out: list[str] = []
         node: tuple[str, str] | None = key
         while node is not None and len(out) < 64:
-            out.append(names.get(node, node[1]))
+            name = names.get(node, node[1])
+            via_call = candidate_edges.get(node)
+            # Reached as one of a few same-named methods of a receiver of unknown type: said so.
+            out.append(f"{name} [candidate for `{via_call}`]" if via_call else name)
             node = parent.get(node)
         return tuple(reversed(out))
 
@@ -305,7 +365,11 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             scope = (key[0], key[1], self_class)
             callees = graph.edges.setdefault(key, [])
             for call in project.functions[key]["calls"]:
-                for callee in _callees(project, call, scope, key, names, unresolved, graph):
+                targets, candidates = _callees(project, call, scope, key, names, unresolved, graph)
+                for callee in candidates:
+                    if callee[1] not in region:
+                        candidate_edges.setdefault(callee[1], _text(call[1]))
+                for callee in targets + candidates:
                     if callee[1] not in callees:
                         callees.append(callee[1])
                     reach(callee, mode, key, reason, queue)
@@ -343,9 +407,45 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
                     graph.placements[key] = Placement(UNREACHED, (), "not reached from a capture site, an entry "
                                                       "point or an nn.Module forward")
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
+    graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback))
     graph.fallback = bool(fallback)
     graph.warmed_up = _warmed_by_caller(project)
     return graph
+
+
+def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, names: dict,
+                      fallback: bool) -> list[dict[str, Any]]:
+    """The capture sites whose region graphlint could not follow: the callee itself unknown, or
+    a function of the region calling what could not be resolved (one record per site)."""
+    out: list[dict[str, Any]] = []
+    by_caller: dict[tuple[str, str], list[str]] = {}
+    for caller, text in unresolved:
+        by_caller.setdefault(caller, []).append(text)
+    for key, line, reason, site_roots, missing in sites:
+        seen: set[tuple[str, str]] = set()
+        stack = [target[1] for target in site_roots]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(graph.edges.get(node, ()))
+        beyond = sorted({f"{names.get(caller, caller[1])}: {text}" for caller in seen
+                         for text in by_caller.get(caller, ())})
+        if not missing and not beyond:
+            continue
+        if missing:
+            instead = "every nn.Module forward was checked in its place" if fallback else \
+                "no nn.Module forward was found to check in its place"
+            message = (f"the callee of this capture, `{', '.join(missing)}`, cannot be resolved: what it runs is "
+                       f"not checked ({instead})")
+        else:
+            shown = "; ".join(beyond[:3]) + (f"; and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+            message = (f"the captured region calls {len(beyond)} call(s) graphlint could not follow ({shown}): "
+                       f"what they run is not checked")
+        out.append({"path": key[0], "function": key[1], "line": line, "message": message, "reason": reason,
+                    "calls": missing + beyond, "callee_unresolved": bool(missing)})
+    return sorted(out, key=lambda item: (item["path"], item["line"], item["function"]))
 
 
 def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str, str], Placement]:
@@ -394,31 +494,31 @@ def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
 
 
 def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str], names: dict,
-             unresolved: dict, graph: CallGraph) -> list[tuple]:
+             unresolved: dict, graph: CallGraph) -> tuple[list[tuple], list[tuple]]:
+    """(the functions a call runs, the candidates: same-named methods a call on a receiver of
+    unknown type may run); what cannot be resolved goes to `unresolved` with the reason."""
     func_expr = call[1]
     values = project.eval(func_expr, scope)
     targets = project.call_targets(values)
     reasons: list[str] = []
+    candidates: list[tuple] = []
     for value in values:
         tag = value[0]
+        unknown: tuple | None = None
         if tag == PEXT:
             receiver = value[1][: -len(func_expr[2]) - 1] if type(func_expr) is tuple and func_expr[0] == "a" and value[1].endswith(
                 "." + func_expr[2]) else ""
             if receiver and receiver not in project.pext_roots:
                 # A method of a value derived outside the lint (attn_output.reshape, w.wo_a.view):
                 # most likely a tensor; listed only when a linted class has a method of that name.
-                reason = _dynamic_reason(project, func_expr, (DYN, f"a value computed by `{receiver}`"), scope)
-                if reason:
-                    reasons.append(reason)
+                unknown = (DYN, f"a value computed by `{receiver}`")
             elif value[1] in project.skipped_hint:
                 reasons.append(f"`{value[1]}` is outside the linted files, or re-exported by "
                                f"{project.skipped_hint[value[1]]}, which graphlint skipped (it never mentions torch)")
             else:
                 reasons.append(f"`{value[1]}` is outside the linted files")
         elif tag == DYN:
-            reason = _dynamic_reason(project, func_expr, value, scope)
-            if reason:
-                reasons.append(reason)
+            unknown = value
         elif tag == EXT:
             graph.external_calls += 1
         elif tag == INST and not targets:
@@ -427,6 +527,16 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
                 reasons.append(f"{value[1][1]} inherits its forward from {outside[0]}, outside the linted files")
             elif not project.mro(value[1])[1]:
                 reasons.append(f"an instance of {value[1][1]}, which defines neither forward nor __call__")
+        if unknown is not None and targets:
+            continue  # resolved, with an unknown value besides (an over-approximation): not listed
+        if unknown is not None:
+            found = _candidates(project, func_expr)
+            if found:
+                candidates.extend(t for t in found if t not in candidates)
+            else:
+                reason = _dynamic_reason(project, func_expr, unknown, scope)
+                if reason:
+                    reasons.append(reason)
     # Functions passed as arguments are assumed to be called (callbacks, functools.partial).
     for arg in list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]:
         if type(arg) is str or (type(arg) is tuple and arg[0] == "a"):
@@ -438,9 +548,37 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
         entry = unresolved.setdefault((caller, text), {
             "path": caller[0], "caller": names.get(caller, caller[1]), "call": text, "reason": ""})
         entry["reason"] = "; ".join(sorted(set(reasons) | ({entry["reason"]} if entry["reason"] else set())))
-    return targets
+    return targets, [c for c in candidates if c not in targets]
 
 
+# At most this many linted classes may define a method for a call on an unknown receiver to
+# reach them all (graphlint/data/call_graph.toml says why).
+_MAX_CANDIDATES = catalog.call_graph("candidates", "max_classes")
+
+
+def _candidates(project: Project, func_expr: Any) -> list[tuple]:
+    """Every linted method named as the call's attribute, when only a few classes define it
+    (`self.attn_backend.forward_decode(...)` on a backend chosen at run time). Tensor methods
+    that modules share (`to`, `float`) and dunders say nothing of the receiver's type."""
+    if not (type(func_expr) is tuple and func_expr[0] == "a"):
+        return []
+    method = func_expr[2]
+    if method in _TENSOR_METHODS or method.startswith("__"):
+        return []
+    owners = project.method_names.get(method, ())
+    if not owners or len(owners) > _MAX_CANDIDATES:
+        return []
+    found: list[tuple] = []
+    for qualified in owners:
+        owner, _, _ = qualified.rpartition(".")
+        for cls in project.classes:
+            if cls[1] == owner and method in project.classes[cls]["methods"]:
+                key = (cls[0], qualified)
+                if key in project.functions:
+                    decorators = project.functions[key]["decorators"]
+                    if "property" not in decorators and "cached_property" not in decorators:
+                        found.append((FN, key, cls))
+    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
 def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tuple) -> str | None:
     """Why a call of an unknown value is unresolved, or None when it is most likely a library
     method on an unannotated value (`x.float()` on a tensor parameter): those are not listed

@@ -9,6 +9,7 @@ A value is a tuple whose first item is its tag:
   (EXT, dotted)   a library object (torch, the standard library): calls into it are not listed
   (PEXT, dotted)  from a project module that is not among the linted files
   (DYN, why)      not known statically (an unannotated parameter, a computed value)
+  (LAMBDA, body, scope)  a lambda: calling it evaluates its body where it was defined
 where a class or function is (path, qualname).
 """
 from __future__ import annotations
@@ -18,13 +19,19 @@ import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph.regions import module_name
 
 INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
 LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"
 EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project outside the lint, unknown
+LAMBDA = "lambda"  # (LAMBDA, body, defining scope): calling it gives the body's value
 
 _EMPTY: frozenset = frozenset()
+# A base with more subclasses than this says little about what `self` holds.
+_MAX_SUBCLASSES = 8
+# A function called from more places than this says little about what one call passes.
+_MAX_CALL_SITES = 8
 _BUILTINS = frozenset(dir(builtins))
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
                          "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
@@ -33,6 +40,10 @@ _DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDi
 _WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
 _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
+# nn.Module methods that return the module (`Model(cfg).to(device).eval()`) and library calls
+# whose result runs the callable they wrap (`torch.compile(model)`): graphlint/data/call_graph.toml.
+RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
+WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 
 
 def _freeze(value: Any) -> Any:
@@ -155,6 +166,8 @@ class Project:
                     "env": {k: _freeze(v) for k, v in data.get("env", {}).items()},
                     "calls": _freeze(data.get("calls", [])),
                     "returns": _freeze(data.get("returns", [])),
+                    "yields": _freeze(data.get("yields", [])),
+                    "once": _freeze(data.get("once", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
                 }
                 if "captures" in data:
@@ -166,6 +179,8 @@ class Project:
         self._active: set[tuple] = set()
         self._mro: dict[tuple[str, str], tuple[list, list]] = {}
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
+        self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
+        self._passing: set[tuple] = set()
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -216,7 +231,13 @@ class Project:
             return self.annotation(expr[1], scope)
         if tag == "enter":
             out: set = set()
-            for value in self.eval(expr[1], scope):
+            made = expr[1]
+            if type(made) is tuple and made[:1] == ("c",):
+                # `with patch_model(model) as forward:` on a @contextmanager: what it yields.
+                for value in self.eval(made[1], scope):
+                    if value[0] == FN and "contextmanager" in self.functions.get(value[1], {}).get("decorators", ()):
+                        out |= self.yields_of(value)
+            for value in self.eval(made, scope):
                 if value[0] == INST:
                     out |= self.returns_of(self.member(value[1], "__enter__", value[1]))
             return out
@@ -224,6 +245,8 @@ class Project:
             return self.element(self.eval(expr[1], scope))
         if tag == "?":
             return {(DYN, "a computed value")}
+        if tag == "lam":
+            return {(LAMBDA, expr[1], scope)}
         return _EMPTY
 
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:
@@ -258,10 +281,15 @@ class Project:
                     found.add((DICT, _EMPTY, frozenset({(DYN, f"keyword arguments `**{name}`")})))
                 elif param.startswith("*"):
                     found.add((LIST, frozenset({(DYN, f"positional arguments `*{name}`")})))
-                elif annotation is not None:
-                    found |= self.annotation(annotation, (path, qualname, self_class))
                 else:
-                    found.add((DYN, f"parameter `{name}`"))
+                    declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
+                        else set()
+                    if declared and not all(v[0] in (DYN, EXT) for v in declared):
+                        found |= declared
+                    else:
+                        # Unannotated, or `Callable` / `nn.Module`: what the call sites pass.
+                        passed = self.passed_arguments(path, qualname, index, param)
+                        found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:
                 bound = True
@@ -275,6 +303,62 @@ class Project:
                 return found
             qualname = qualname.rsplit(".", 1)[0] if "." in qualname else None
         return self.module_name_value(path, name)
+
+    def passed_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
+        """What the call sites of a function pass to one of its parameters (`LayerStack(layers)`:
+        the container holds what its constructor was given; `self.capture(bs, forward)`: the
+        step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never."""
+        if param.startswith("*"):
+            return set()
+        function = self.functions.get((path, qualname))
+        if function is None:
+            return set()
+        method = function["class"] is not None and "staticmethod" not in function["decorators"]
+        if qualname.endswith(".__init__"):
+            cls = (path, qualname[: -len(".__init__")])
+            if cls not in self.classes:
+                return set()
+            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in {v[1] for v in values if v[0] == CLS}
+        else:
+            key = (path, qualname)
+            short = qualname.rsplit(".", 1)[-1]
+            matches = lambda values: key in {t[1] for t in self.call_targets(values)}  # noqa: E731
+        position = index - 1 if method else index  # a method's `self` is not passed
+        out: set = set()
+        matched = 0
+        for call, scope in self._call_sites().get(short, ()):
+            if (call, scope[:2]) in self._passing or not matches(self.eval(call[1], scope)):
+                continue
+            matched += 1
+            if matched > _MAX_CALL_SITES:
+                return set()
+            args = call[2] if len(call) > 2 else ()
+            kwargs = dict(call[3]) if len(call) > 3 else {}
+            self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
+            try:
+                if param in kwargs:
+                    out |= self.eval(kwargs[param], scope)
+                elif 0 <= position < len(args) and not any(type(a) is tuple and a[:1] == ("star",)
+                                                           for a in args[:position + 1]):
+                    out |= self._arg(args, position, scope)
+            finally:
+                self._passing.discard((call, scope[:2]))
+        return out
+
+    def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
+        """Every call with arguments recorded, by its callee's last name (built once)."""
+        if self._sites is None:
+            self._sites = {}
+            for key, function in self.functions.items():
+                owner = (key[0], function["class"]) if function["class"] else None
+                for call in function["calls"] + function["once"]:
+                    if len(call) < 3:
+                        continue
+                    callee = call[1]
+                    last = callee if type(callee) is str else callee[2] if type(callee) is tuple and callee[:1] == ("a",) else ""
+                    if last:
+                        self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
+        return self._sites
 
     def module_name_value(self, path: str, name: str) -> set:
         if (path, name) in self.classes:
@@ -399,6 +483,10 @@ class Project:
         self._mro[cls] = (order, outside)
         return order, outside
 
+    def defines(self, cls: tuple[str, str], method: str) -> bool:
+        """Whether a linted class of `cls`'s MRO defines `method`."""
+        return any(method in self.classes[owner]["methods"] for owner in self.mro(cls)[0])
+
     def subclasses(self, cls: tuple[str, str]) -> list[tuple[str, str]]:
         """The linted classes that derive from `cls` (directly or not)."""
         if self._subclasses is None:
@@ -435,6 +523,14 @@ class Project:
             return {(base[0], f"{base[1]}.{attr}")}
         if after is not None:
             return set()
+        # A base class's method reading what only its subclasses set (`transformer_layer_infer_class
+        # = None` on the base, the class itself on each model): `self` is one of them.
+        subclasses = self.subclasses(cls)
+        if subclasses and len(subclasses) <= _MAX_SUBCLASSES:
+            for sub in subclasses:
+                found |= {v for v in self.member(sub, attr, sub) if v[0] != DYN}
+            if found:
+                return found
         return {(DYN, f"`{attr}`, which {cls[1]} does not define")}
 
     def attr(self, values: frozenset, attr: str) -> set:
@@ -452,6 +548,8 @@ class Project:
             elif tag in (LIST, TUPLE, DICT):
                 if attr in _CONTAINER_METHODS:
                     out.add((BOUND, attr, value))
+                elif tag == DICT:
+                    out |= value[2]  # a ModuleDict's entries are its attributes (`self.transformer.h`)
             elif tag in (EXT, PEXT):
                 out.add((tag, _join(value[1], attr)))
             elif tag == DYN:
@@ -484,7 +582,21 @@ class Project:
                 out.add((tag, _join(value[1], "[]")))
             elif tag == DYN:
                 out.add(value)
+            elif tag == INST:
+                # A container class of the engine's own: what its `__iter__` gives, else what
+                # its `__getitem__` returns (Python iterates by index then).
+                out |= self.iterated(value[1])
         return out
+
+    def iterated(self, cls: tuple[str, str]) -> set:
+        if self.defines(cls, "__iter__"):
+            out: set = set()
+            for returned in self.returns_of(self.member(cls, "__iter__", cls)):
+                out |= self.element(frozenset({returned})) if returned[0] != INST else {returned}
+            return out
+        if self.defines(cls, "__getitem__"):
+            return self.returns_of(self.member(cls, "__getitem__", cls))
+        return set()
 
     def index(self, values: frozenset, position: int | None) -> set:
         out: set = set()
@@ -528,6 +640,16 @@ class Project:
             out |= annotated
         return out
 
+    def yields_of(self, value: tuple) -> set:
+        key, self_class = value[1], value[2]
+        function = self.functions[key]
+        if self_class is None and function["class"]:
+            self_class = (key[0], function["class"])
+        out: set = set()
+        for expr in function["yields"]:
+            out |= self.eval(expr, (key[0], key[1], self_class))
+        return out
+
     def call_targets(self, values: frozenset) -> list[tuple]:
         """The functions a call of these values runs: FN values with their `self` class."""
         targets: list[tuple] = []
@@ -542,19 +664,39 @@ class Project:
             elif tag == CLS:
                 targets.extend(v for v in self.member(value[1], "__init__", value[1]) if v[0] == FN)
             elif tag == INST:
-                for method in ("__call__", "forward"):
-                    order, _ = self.mro(value[1])
-                    if any(method in self.classes[c]["methods"] for c in order):
-                        targets.extend(v for v in self.member(value[1], method, value[1]) if v[0] == FN)
+                found = self._called(value[1])
+                if not found and not self.mro(value[1])[1]:
+                    # A mixin's `self` called (`decode(ids, self)` in a GenerationMixin): the
+                    # linted classes that mix it in.
+                    subclasses = self.subclasses(value[1])
+                    if len(subclasses) <= _MAX_SUBCLASSES:
+                        for sub in subclasses:
+                            found.extend(self._called(sub))
+                targets.extend(found)
         # `values` is a set, iterated in an order that changes with the process's hash seed: in a
         # fixed order, the graph reaches each function along the same chain in every run.
         return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
+
+    def _called(self, cls: tuple[str, str]) -> list[tuple]:
+        """What calling an instance of `cls` runs: its `__call__` and `forward`."""
+        found: list[tuple] = []
+        order, _ = self.mro(cls)
+        for method in ("__call__", "forward"):
+            if any(method in self.classes[c]["methods"] for c in order):
+                found.extend(v for v in self.member(cls, method, cls) if v[0] == FN)
+        return found
 
     def call_result(self, expr: tuple, scope: tuple) -> set:
         func = self.eval(expr[1], scope)
         args = expr[2] if len(expr) > 2 else ()
         kwargs = dict(expr[3]) if len(expr) > 3 else {}
         out: set = set()
+        callee = expr[1]
+        if type(callee) is tuple and callee[0] == "a" and callee[2] in RETURNS_RECEIVER:
+            # `Model(cfg).to(device)`: a module method the linted class does not override
+            # returns the module itself.
+            out.update(value for value in self.eval(callee[1], scope)
+                       if value[0] == INST and not self.defines(value[1], callee[2]))
         for value in func:
             tag = value[0]
             if tag == FN:
@@ -573,6 +715,8 @@ class Project:
                 out.add((PEXT, _join(value[1], "()")))
             elif tag == DYN:
                 out.add((DYN, f"the result of {value[1]}"[:120]))
+            elif tag == LAMBDA:
+                out |= self.eval(value[1], value[2])
         return out
 
     def _arg(self, args: Sequence, index: int, scope: tuple) -> frozenset:
@@ -610,6 +754,10 @@ class Project:
         if name == "getattr" and len(args) >= 2 and type(args[1]) is tuple and args[1][0] == "str":
             found = self.attr(self._arg(args, 0, scope), args[1][1])
             return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
+        if name == "getattr" and args:
+            # `getattr(impls, config.backend)`: a name chosen at run time may be any of them.
+            found = self._any_attribute(self._arg(args, 0, scope))
+            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
         if name == "super":
             path, qualname, self_class = scope
             function = self.functions.get((path, qualname or ""))
@@ -620,6 +768,25 @@ class Project:
                 start = (path, function["class"])
             return {(SUPER, start, self_class or start)} if start is not None else set()
         return set()
+
+    def _any_attribute(self, values: frozenset) -> set:
+        """What `getattr(obj, name)` may give when the name is computed: every function and class
+        of a linted module, every method of a linted instance (its dunders and constructors aside)."""
+        out: set = set()
+        for value in values:
+            if value[0] == MOD:
+                path = self.modules[value[1]]
+                out.update((FN, key, None) for key in self.functions
+                           if key[0] == path and "." not in key[1])
+                out.update((CLS, key) for key in self.classes if key[0] == path and "." not in key[1])
+            elif value[0] == INST:
+                for owner in self.mro(value[1])[0]:
+                    for method in self.classes[owner]["methods"]:
+                        if not method.startswith("__"):
+                            out |= {v for v in self.member(value[1], method, value[1]) if v[0] == FN}
+            elif value[0] in (EXT, PEXT, DYN):
+                out.add((DYN, "an attribute chosen at run time"))
+        return out
 
     def _container_call(self, method: str, container: tuple) -> set:
         tag = container[0]
@@ -659,6 +826,9 @@ class Project:
             return {(LIST, frozenset(items))}
         if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
             return set(self._arg(args, 0, scope))  # calling a partial calls its function
+        if dotted in WRAPS_CALLABLE:
+            # `torch.compile(model)`: the compiled module runs the model's forward.
+            return set(self._arg(args, 0, scope)) or {(EXT, _join(dotted, "()"))}
         return {(EXT, _join(dotted, "()"))}
 
 

@@ -1,28 +1,38 @@
 """The on-disk cache of per-file analyses (.graphlint_cache/): keyed by a file's content and
 path and by graphlint's own fingerprint (its version and the source of graphlint and its rules),
-so an entry never outlives the code that made it.
+so an entry never outlives the code that made it. Each entry's checksum covers its key too, so
+an entry moved or copied under another key is never read as that key's.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from graphlint import __version__
+from graphlint.config import ConfigError
 from graphlint.report import read_regular
 from graphlint.rules import BY_CODE
 
-_CACHE_FORMAT = 3  # 2: per-file fingerprint texts; 3: checksummed, statement texts once, no lines
+# 2: per-file fingerprint texts; 3: checksummed, statement texts once, no lines; 4: the key in
+# the checksum, keys from the digest of the bytes the worker analysed
+_CACHE_FORMAT = 4
 
 # Far above any entry graphlint writes for a file within max-file-size.
 MAX_ENTRY_BYTES = 512 * 1024 * 1024
 
 
-def _checksum(text: bytes) -> str:
-    return hashlib.blake2b(text, digest_size=16).hexdigest()
+def _checksum(key: str, text: bytes) -> str:
+    return hashlib.blake2b(key.encode("ascii") + b"\n" + text, digest_size=16).hexdigest()
+
+
+def content_digest(data: bytes) -> str:
+    """The digest of a file's bytes that its cache key is made from."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 _FINDING_KEYS = frozenset({"rule", "function", "line", "col", "end_line", "end_col", "statement_line",
@@ -63,6 +73,8 @@ CACHEDIR_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
 # changed): keys hold the content, so such an entry can never be a hit again.
 MAX_AGE_SECONDS = 30 * 24 * 3600
 _EVICT_EVERY_SECONDS = 24 * 3600
+# A temporary file this old was left by a write that failed (a full disk, a killed run).
+MAX_TMP_AGE_SECONDS = 3600
 _STAMP = ".last-eviction"
 
 
@@ -73,8 +85,12 @@ def prepare_folder(folder: Path) -> None:
         marker = folder / name
         if not marker.exists():
             tmp = folder / f".{name}.{os.getpid()}.tmp"
-            tmp.write_text(text, encoding="utf-8")
-            os.replace(tmp, marker)
+            try:
+                tmp.write_text(text, encoding="utf-8")
+                os.replace(tmp, marker)
+            except OSError:
+                tmp.unlink(missing_ok=True)  # a full disk leaves no partial file behind
+                raise
 
 
 def evict_stale(folder: Path, now: float | None = None, max_age: float = MAX_AGE_SECONDS) -> int:
@@ -89,10 +105,11 @@ def evict_stale(folder: Path, now: float | None = None, max_age: float = MAX_AGE
         pass  # never evicted here yet
     removed = 0
     try:
-        for entry in folder.glob("??/*.json"):
+        for entry in [*folder.glob("??/*.json"), *folder.glob("??/*.tmp"), *folder.glob(".*.tmp")]:
             try:
                 info = entry.lstat()
-                if now - max(info.st_atime, info.st_mtime) > max_age:
+                age = max_age if entry.suffix == ".json" else min(max_age, MAX_TMP_AGE_SECONDS)
+                if now - max(info.st_atime, info.st_mtime) > age:
                     entry.unlink()
                     removed += 1
             except OSError:
@@ -119,6 +136,40 @@ def rules_fingerprint() -> str:
     return digest.hexdigest()
 
 
+class CacheRefused(ConfigError):
+    """A cache folder graphlint will not use or remove; the message names it and says why."""
+
+
+def refuse_link(folder: Path) -> None:
+    """A cache folder that is a symbolic link (a committed `.graphlint_cache -> ~/.ssh`) would
+    have entries written, and stale ones evicted, wherever it points: refused. The folder it
+    names can still be given as --cache-dir."""
+    if folder.is_symlink():
+        raise CacheRefused(f"{folder}: the cache folder is a symbolic link (to {os.readlink(folder)}): refused, "
+                           "so nothing is written or removed through it; pass the folder it names as --cache-dir "
+                           "to use it, or --no-cache")
+
+
+def remove_folder(folder: Path) -> bool:
+    """`graphlint clean`: remove `folder` if it is a cache graphlint made (it holds graphlint's
+    CACHEDIR.TAG); False when there is nothing to remove. Any other folder, a file or a link
+    raises CacheRefused and is left as it is."""
+    if not folder.exists() and not folder.is_symlink():
+        return False
+    refuse_link(folder)
+    if not folder.is_dir():
+        raise CacheRefused(f"{folder}: not a folder: not removed")
+    try:
+        tag = read_regular(folder / "CACHEDIR.TAG", 4096, follow=False).decode("utf-8", "replace")
+    except OSError:
+        tag = ""
+    if tag != CACHEDIR_TAG:
+        raise CacheRefused(f"{folder}: not a graphlint cache (it has no CACHEDIR.TAG written by graphlint): "
+                           "not removed")
+    shutil.rmtree(folder)
+    return True
+
+
 class Cache:
     """Per-file analysis results in `folder`, keyed by the file's content and path and by the
     graphlint fingerprint (version + source of graphlint and its rules). The config is not
@@ -130,24 +181,28 @@ class Cache:
         self.hits = 0
         self.file_keys: list[str] = []  # of the last analyse_all, in task order ("" = uncached)
         self._prepared = False
+        if folder is not None:
+            refuse_link(folder)
         if folder is not None and folder.is_dir():
             evict_stale(folder)
 
-    def key(self, data: bytes, rel: str) -> str:
-        return hashlib.blake2b(data + b"\0" + rel.encode() + self.fingerprint.encode(), digest_size=16).hexdigest()
+    def key(self, digest: str, rel: str) -> str:
+        """The key of the file at `rel` whose bytes have `digest` (content_digest)."""
+        return hashlib.blake2b(f"{digest}\0{rel}\0{self.fingerprint}".encode("utf-8", "surrogatepass"),
+                               digest_size=16).hexdigest()
 
     def get(self, key: str, valid: Callable[[Any], bool] | None = None) -> dict[str, Any] | None:
         """The entry stored under `key`, or None (analyse again) when there is none or it cannot
         be trusted: not a regular file (a FIFO would block, a link to /dev/zero never end), larger
         than any entry graphlint writes, a checksum that does not match its text (damaged, or not
-        written by graphlint), or a value that `valid` rejects."""
+        written by graphlint, or written under another key), or a value that `valid` rejects."""
         if self.folder is None:
             return None
         path = self.folder / key[:2] / f"{key}.json"
         try:
             raw = read_regular(path, MAX_ENTRY_BYTES, follow=False)
             digest, _, text = raw.partition(b"\n")
-            if digest.decode("ascii") != _checksum(text):
+            if digest.decode("ascii") != _checksum(key, text):
                 return None
             value = json.loads(text)
         except (OSError, ValueError, RecursionError):
@@ -166,15 +221,19 @@ class Cache:
             text = json.dumps(value)
         except (TypeError, ValueError):
             return False  # not JSON (a bug upstream); the run stays correct, only uncached
-        text = f"{_checksum(text.encode('utf-8'))}\n{text}"  # get() trusts only what this wrote
+        text = f"{_checksum(key, text.encode('utf-8'))}\n{text}"  # get() trusts only what this wrote
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         try:
             if not self._prepared:
                 prepare_folder(self.folder)
                 self._prepared = True
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text, encoding="utf-8")
             os.replace(tmp, path)
         except OSError:
+            try:
+                tmp.unlink()  # a full disk leaves no partial file behind
+            except OSError:
+                pass
             return False  # a read-only tree still lints, just without a cache
         return True

@@ -14,6 +14,8 @@ from graphlint.discovery import is_excluded
 from graphlint.report import Finding
 from graphlint.rules import BY_CODE, BY_NAME
 
+INTERMEDIATE = "GL405"  # where GL401's returned allocations go below the region's root
+
 
 def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     def hit(patterns: Sequence[str]) -> int:
@@ -31,6 +33,19 @@ def _selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
     return chosen >= 0 and chosen >= dropped if dropped >= 0 else chosen >= 0
 
 
+def _by_region(raw: dict, placement: Placement) -> dict:
+    """A finding whose verdict depends on where its function sits: an allocation the function
+    returns outlives the step only when the function is its region's root (the captured
+    callable, an entry point, a sweep's function); returned to a caller inside the step it is an
+    intermediate (GL401 -> GL405, off by default)."""
+    if raw.get("escape") != "returned" or len(placement.reached_via) <= 1:
+        return raw
+    rule = BY_CODE[INTERMEDIATE]
+    caller = placement.reached_via[-2]
+    return {**raw, "rule": rule.code, "message": f"{rule.message} (returned to `{caller}`, inside the step)",
+            "fix": rule.fix}
+
+
 def _resolve_code(token: str) -> str | None:
     upper = token.upper()
     if upper in BY_CODE:
@@ -42,19 +57,34 @@ def _resolve_code(token: str) -> str | None:
     return None
 
 
+def _did_you_mean(token: str) -> str:
+    """`; did you mean 'item-call'?` for a near miss of a code or name, else nothing."""
+    import difflib
+
+    pool = [*BY_CODE, *BY_NAME] if not token.upper().startswith("GL") else list(BY_CODE)
+    close = difflib.get_close_matches(token.upper() if token.upper().startswith("GL") else token, pool, n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str], ignore: Sequence[str],
-             placements: dict | None = None, warmed_up: set | frozenset = frozenset()) -> list[Finding]:
+             placements: dict | None = None, warmed_up: set | frozenset = frozenset(),
+             incomplete: Sequence[dict[str, Any]] = ()) -> list[Finding]:
     """Turn per-file analyses into report findings under the config (pure and ordered).
-    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510)."""
+    `warmed_up`: (path, qualname) of capture functions whose caller runs the warm-up (GL510).
+    `incomplete`: capture sites whose region the call graph could not follow (GL905)."""
     if placements is None:
         placements = default_placements(files, config.host, config.eager)
     findings: list[Finding] = []
+    incomplete_by_path: dict[str, list[dict[str, Any]]] = {}
+    for site in incomplete:
+        incomplete_by_path.setdefault(site["path"], []).append(site)
     for file in files:
         path = file["path"]
         file_ignores = [code for pattern, codes in config.per_file_ignores.items()
                         if is_excluded(path, [pattern]) for code in codes]
         sup_by_line = {int(k): [suppressions.Suppression(**{**s, "codes": tuple(s["codes"])}) for s in v]
                        for k, v in file.get("suppressions", {}).items()}
+        file_wide = [item for items in sup_by_line.values() for item in items if item.file_level]
         candidates: list[tuple[FileFinding | None, dict]] = []
         for key, code in (("parse_error", "GL900"), ("limit", "GL903")):
             error = file.get(key)
@@ -64,6 +94,12 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                           "statement_line": error["line"],
                                           "message": f"{BY_CODE[code].message}: {error['message']}",
                                           "fix": BY_CODE[code].fix, "region": "module", "reached_via": ()}))
+        for site in incomplete_by_path.get(path, ()):
+            candidates.append((None, {"rule": "GL905", "function": site["function"], "line": site["line"],
+                                      "col": site.get("col", 1), "end_line": site["line"],
+                                      "end_col": site.get("col", 1), "statement_line": site["line"],
+                                      "message": site["message"], "fix": BY_CODE["GL905"].fix, "region": "host",
+                                      "reached_via": (), "region_reason": site.get("reason", "")}))
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
@@ -86,15 +122,16 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             if placement.region == EAGER and rule.capture_only:
                 continue
-            candidates.append((None, {**raw, "region": placement.region, "reached_via": placement.reached_via,
-                                      "region_reason": placement.reason}))
+            candidates.append((None, {**_by_region(raw, placement), "region": placement.region,
+                                      "reached_via": placement.reached_via, "region_reason": placement.reason}))
         for line, items in sup_by_line.items():
             for item in items:
                 for token in item.codes:
                     if _resolve_code(token) is None:
                         candidates.append((None, {"rule": "GL901", "function": None, "line": line, "col": item.col,
                                                   "end_line": line, "end_col": item.col, "statement_line": line,
-                                                  "message": f"suppression names unknown rule '{token}'",
+                                                  "message": f"suppression names unknown rule '{token}'"
+                                                             + _did_you_mean(token),
                                                   "fix": BY_CODE["GL901"].fix, "region": "module", "reached_via": ()}))
         used: set[tuple[int, int, str]] = set()  # (line, col, token) of suppressions that matched
         for _, raw in candidates:
@@ -109,7 +146,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             suppressed, reason = False, None
             for line in {raw["line"], raw.get("statement_line", raw["line"])}:
-                for item in sup_by_line.get(line, []):
+                # The line's own suppressions, then the file-level ones (`# graphlint: noqa`).
+                for item in [*(s for s in sup_by_line.get(line, []) if not s.file_level), *file_wide]:
                     if code != "GL901" and suppressions.matches(item, code, rule.name):
                         suppressed, reason = True, item.reason
                         for token in item.codes or ("",):  # "": a blanket `# graphlint: ignore`
@@ -149,9 +187,10 @@ def _unused_suppressions(path: str, sup_by_line: dict[int, list[suppressions.Sup
             if not unused:
                 continue
             what = "blanket suppression" if unused == [""] else "suppression of " + ", ".join(unused)
+            where = "in this file" if item.file_level else "on this line or its statement"
             out.append(Finding(
                 rule=rule.code, family=rule.family(), severity=severity, path=path, line=line, col=item.col,
                 end_line=line, end_col=item.col, function=None, region="module",
-                message=f"unused {what}: no such finding on this line or its statement", fix=rule.fix,
+                message=f"unused {'file-level ' if item.file_level else ''}{what}: no such finding {where}", fix=rule.fix,
                 name=rule.name))
     return out

@@ -8,19 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
-import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
-from graphlint.analysis.file import analyze_source
-from graphlint.analysis.source import decode
-from graphlint.analysis.stack import run_deep
 from graphlint.callgraph.summaries import solve
+from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
 from graphlint.engine.cache import Cache
-from graphlint.engine.pool import finished, gc_paused
-from graphlint.rules import ALL_RULES
+from graphlint.engine.pool import gc_paused, supervise
 
 # New facts can enable more facts (a return that becomes known makes a caller's argument
 # known); each round re-analyses only the files whose facts changed.
@@ -28,12 +22,8 @@ MAX_ROUNDS = 2
 # Below this much source to re-analyse, starting worker processes costs more than it saves.
 _PARALLEL_MIN_BYTES = 200_000
 
-
-def _analyse_with_facts(task: tuple[str, str, dict]) -> dict[str, Any]:
-    rel, full, facts = task
-    text = decode(Path(full).read_bytes())  # it was read and decoded once already: no error here
-    # On the large stack the first analysis had: deep code that passed then passes again.
-    return finished(run_deep(analyze_source, rel, text, ALL_RULES, False, facts, False), text)
+# (index, path to report, file to read, facts) -> index -> the re-analysis.
+Reanalyse = Callable[[list[tuple[int, str, str, dict]]], dict[int, dict[str, Any]]]
 
 
 def _facts_key(file_key: str, facts: dict) -> str:
@@ -41,22 +31,34 @@ def _facts_key(file_key: str, facts: dict) -> str:
     return hashlib.blake2b(blob.encode(), digest_size=16).hexdigest()
 
 
-def _run(todo: list[tuple[int, tuple[str, str, dict]]], jobs: int, sizes: dict[int, int]) -> dict[int, dict]:
-    total = sum(sizes.get(i, 0) for i, _ in todo)
-    if jobs > 1 and len(todo) > 1 and total >= _PARALLEL_MIN_BYTES:
-        context = multiprocessing.get_context("fork") if sys.platform.startswith("linux") else None
-        ordered = sorted(todo, key=lambda item: -sizes.get(item[0], 0))
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=context) as pool:
-            results = pool.map(_analyse_with_facts, [task for _, task in ordered])
-            return {index: result for (index, _), result in zip(ordered, results)}
-    return {index: _analyse_with_facts(task) for index, task in todo}
+def pooled(jobs: int, timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE,
+           memory: int = DEFAULT_WORKER_MEMORY) -> Reanalyse:
+    """Re-analysis in the supervised worker pool the first analysis used: the same per-file time
+    budget, the same crash isolation (a file that fails is GL903, the run goes on)."""
+    def run(todo: list[tuple[int, str, str, dict]]) -> dict[int, dict[str, Any]]:
+        sizes = {}
+        for index, _, full, _ in todo:
+            try:
+                sizes[index] = Path(full).stat().st_size
+            except OSError:
+                sizes[index] = 0
+        workers = min(jobs, len(todo)) if jobs > 1 and sum(sizes.values()) >= _PARALLEL_MIN_BYTES else 1
+        ordered = sorted(todo, key=lambda item: (-sizes.get(item[0], 0), item[0]))
+        tasks = [(index, rel, full, False, facts) for index, rel, full, facts in ordered]
+        # The digest of what a re-analysis read is not part of its result (the first analysis keyed it).
+        return {index: {k: v for k, v in result.items() if k != "content_digest"}
+                for index, result in supervise(tasks, workers, timeout, max_size, memory)}
+    return run
 
 
 def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: Path, cache: Cache,
-           jobs: int, stats: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+           jobs: int, stats: dict[str, Any] | None = None, again: Reanalyse | None = None,
+           timeout: float = DEFAULT_FILE_TIMEOUT, max_size: int = DEFAULT_MAX_FILE_SIZE,
+           memory: int = DEFAULT_WORKER_MEMORY) -> list[dict[str, Any]]:
     """`files`: the per-file analyses of `tasks` (same order). Returns them with the files
-    that other functions' facts change analysed again; the call facts of the first analysis
-    are kept for the call graph."""
+    that other functions' facts change analysed again (by `again`, else in the worker pool);
+    the call facts of the first analysis are kept for the call graph."""
+    again = again or pooled(jobs, timeout, max_size, memory)
     if len(files) != len(tasks):
         return files  # a file could not be read: keep the per-file results as they are
     current = list(files)
@@ -92,15 +94,11 @@ def refine(files: list[dict[str, Any]], tasks: Sequence[tuple[str, str]], root: 
                 current[i] = _with_calls(cached, files[i])
             else:
                 todo.append((i, (tasks[i][0], tasks[i][1], wanted[i]), key))
-        sizes = {}
-        for i, (rel, full, _), _key in todo:
-            try:
-                sizes[i] = Path(full).stat().st_size
-            except OSError:
-                sizes[i] = 0
-        for i, result in _run([(i, task) for i, task, _ in todo], jobs, sizes).items():
-            key = next(k for j, _, k in todo if j == i)
-            if key:
+        keys_of = {i: key for i, _, key in todo}
+        for i, result in again([(i, rel, full, facts) for i, (rel, full, facts), _ in todo]).items():
+            key = keys_of[i]
+            # A re-analysis that hit a limit (time, crash) is tried again next run, never cached.
+            if key and not result.get("limit"):
                 cache.put(key, result)
             current[i] = _with_calls(result, files[i])
             reanalysed += 1

@@ -19,15 +19,14 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 from graphlint.analysis import suppressions
 from graphlint.analysis.file import FileAnalysis, analyze_source, limit_record, too_large
-from graphlint.analysis.source import SourceError, decode
+from graphlint.analysis.source import NotSource, SourceError, TooLarge, decode, read_source
 from graphlint.analysis.stack import run_deep
-from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE
-from graphlint.engine.cache import Cache, valid_analysis
+from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
+from graphlint.engine.cache import Cache, content_digest, valid_analysis
 from graphlint.engine.fingerprints import finding_texts
 from graphlint.rules import ALL_RULES
 
@@ -46,20 +45,37 @@ def analysis_to_dict(result: FileAnalysis, suppressions_found: dict) -> dict[str
     return data
 
 
-def analyse_file(task: tuple) -> dict[str, Any]:
+def analyse_file(task: tuple, facts: dict | None = None) -> dict[str, Any]:
     """Read and analyse one file. `task`: (path relative to the root, full path[, parse it even
-    if it never mentions torch[, max-file-size]]). Never raises for bad input: an unreadable or
-    undecodable file becomes a parse error finding."""
+    if it never mentions torch[, max-file-size]]). `facts`: what the rest of the project says
+    about its functions (an interprocedural round: the call facts of the first analysis are
+    kept, so none are gathered). Never raises for bad input: an unreadable or undecodable file
+    becomes a parse error finding.
+
+    The digest of the bytes analysed is returned with the analysis (`content_digest`): the file
+    may have changed since the run looked it up in the cache, and the entry must be stored under
+    what was analysed, never under what was looked up."""
     rel, full = task[0], task[1]
     force = task[2] if len(task) > 2 else False
     max_size = task[3] if len(task) > 3 else DEFAULT_MAX_FILE_SIZE
     try:
-        text = decode(Path(full).read_bytes())
-    except (OSError, SourceError) as error:
+        data = read_source(full, max_size)  # a regular file, re-checked now it is open
+    except TooLarge:
+        return limited(rel, f"larger than max-file-size ({max_size:,} bytes)")
+    except OSError as error:
         result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
         return analysis_to_dict(result, {})
-    result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
-    return finished(result, text)
+    try:
+        text = decode(data)
+    except SourceError as error:
+        result = FileAnalysis(rel, parse_error={"line": 1, "col": 1, "message": f"could not read file: {error}"})
+        return {**analysis_to_dict(result, {}), "content_digest": content_digest(data)}
+    if facts is not None:
+        result = analyze_source(rel, text, ALL_RULES, force=force, external=facts, call_graph=False,
+                                max_size=max_size)
+    else:
+        result = analyze_source(rel, text, ALL_RULES, force=force, max_size=max_size)
+    return {**finished(result, text), "content_digest": content_digest(data)}
 
 
 def finished(result: FileAnalysis, text: str) -> dict[str, Any]:
@@ -82,13 +98,14 @@ def limited(rel: str, reason: str) -> dict[str, Any]:
     return analysis_to_dict(FileAnalysis(rel, limit=limit_record(reason)), {})
 
 
-def guarded_analysis(task: tuple[str, str, bool, int]) -> dict[str, Any]:
+def guarded_analysis(task: tuple[str, str, bool, int], facts: dict | None = None) -> dict[str, Any]:
     """`analyse_file` on a large stack; an exception on this one file (a bug in a rule, memory)
     becomes a GL903 finding that names it, so the run goes on with the others."""
     try:
-        return run_deep(analyse_file, task)
+        # One argument for a first analysis (what tests put in its place take one too).
+        return run_deep(analyse_file, task) if facts is None else run_deep(analyse_file, task, facts)
     except MemoryError:
-        return limited(task[0], "ran out of memory while analysing it")
+        return limited(task[0], _OUT_OF_MEMORY)
     except RecursionError:
         return limited(task[0], "nested too deeply to analyse")
     except Exception as error:  # noqa: BLE001 - one file's failure must not lose the run
@@ -101,6 +118,24 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
+
+
+# More workers than this many per core only add memory (each holds a parser and its stack).
+JOBS_PER_CORE = 4
+
+
+def max_jobs() -> int:
+    return JOBS_PER_CORE * default_jobs()
+
+
+def capped_jobs(jobs: int) -> int:
+    """`jobs` (from -j), at most JOBS_PER_CORE per core, with a note on stderr when it is cut."""
+    cap = max_jobs()
+    if jobs > cap:
+        sys.stderr.write(f"graphlint: note: -j {jobs} capped at {cap} ({JOBS_PER_CORE} per core, "
+                         f"{default_jobs()} cores)\n")
+        return cap
+    return jobs
 
 
 # Below this much source, more than one worker process costs more than it saves.
@@ -134,12 +169,42 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _worker_main(conn: Connection, max_size: int) -> None:
+_OUT_OF_MEMORY = "its analysis ran out of memory (worker-memory); the worker was replaced"
+
+
+def _out_of_memory(value: dict[str, Any]) -> bool:
+    return (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY
+
+
+def limit_memory(megabytes: int) -> None:
+    """Cap this process's address space at `megabytes` MiB (0: no cap): past it, an allocation
+    fails (MemoryError, or an abort in the parser's native code) instead of the machine's
+    memory running out. The hard limit is left as it is; one already lower is kept."""
+    if not megabytes:
+        return
+    try:
+        import resource
+    except ImportError:  # Windows: no rlimits
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    wanted = megabytes * 1024 * 1024
+    if soft != resource.RLIM_INFINITY and soft <= wanted:
+        return
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (wanted, hard))
+    except (ValueError, OSError):
+        pass
+
+
+def _worker_main(conn: Connection, max_size: int, memory: int = DEFAULT_WORKER_MEMORY) -> None:
     """A worker: analyse the files it is sent, one at a time, until its pipe closes."""
     # Ctrl-C reaches the whole process group: the run decides, and stops the workers itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _die_with_parent()
+    limit_memory(memory)
     # Everything imported so far lives as long as the worker: keep the cyclic GC off it.
     gc.freeze()
     while True:
@@ -149,14 +214,16 @@ def _worker_main(conn: Connection, max_size: int) -> None:
             return
         if task is None:
             return
-        index, rel, full, force = task
-        value = guarded_analysis((rel, full, force, max_size))
+        index, rel, full, force, *rest = task  # rest: the facts of an interprocedural round
+        value = guarded_analysis((rel, full, force, max_size), rest[0] if rest else None)
         try:
             conn.send((index, value))
         except (EOFError, OSError):
             return
         except Exception as error:  # noqa: BLE001 - e.g. a result too deep to pickle
             conn.send((index, limited(rel, f"its analysis could not be sent back: {type(error).__name__}")))
+        if _out_of_memory(value):
+            return  # a fresh worker for the next file: this one's heap may be left fragmented
 
 
 @dataclass
@@ -188,18 +255,18 @@ class _Worker:
             self.process.join()
 
 
-def _start_worker(max_size: int) -> _Worker:
+def _start_worker(max_size: int, memory: int = DEFAULT_WORKER_MEMORY) -> _Worker:
     # On Linux, fork: workers start in milliseconds with graphlint and the rules imported.
     context = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     parent_end, child_end = context.Pipe()
-    process = context.Process(target=_worker_main, args=(child_end, max_size), daemon=True,
+    process = context.Process(target=_worker_main, args=(child_end, max_size, memory), daemon=True,
                               name="graphlint-worker")
     process.start()
     child_end.close()
     return _Worker(process, parent_end)
 
 
-def _death(process: Any) -> str:
+def _death(process: Any, memory: int = 0) -> str:
     process.join(timeout=5)
     code = process.exitcode
     if code is not None and code < 0:
@@ -207,15 +274,21 @@ def _death(process: Any) -> str:
             name = signal.Signals(-code).name
         except ValueError:
             name = f"signal {-code}"
+        if memory and -code == signal.SIGABRT:
+            # The parser's native code aborts when an allocation fails: the memory cap was reached.
+            return (f"the parser or the analysis stopped on it ({name}), most likely at the worker's memory "
+                    f"limit (worker-memory = {memory:,} MiB); the worker was replaced")
         return f"the parser or the analysis crashed on it ({name}); the worker was replaced"
     return f"the worker analysing it exited (status {code}); it was replaced"
 
 
-def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout: float = DEFAULT_FILE_TIMEOUT,
-              max_size: int = DEFAULT_MAX_FILE_SIZE) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(index, analysis) for each task (index, rel, full, force), in completion order, from
-    `workers` worker processes. A worker that crashes or runs past `timeout` seconds on a file
-    (0: no budget) is killed and replaced; that file gets a GL903 analysis with the reason."""
+def supervise(todo: Sequence[tuple], workers: int, timeout: float = DEFAULT_FILE_TIMEOUT,
+              max_size: int = DEFAULT_MAX_FILE_SIZE,
+              memory: int = DEFAULT_WORKER_MEMORY) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(index, analysis) for each task (index, rel, full, force[, facts]), in completion order, from
+    `workers` worker processes, each limited to `memory` MiB (0: no limit). A worker that
+    crashes, runs out of memory or runs past `timeout` seconds on a file (0: no budget) is
+    killed and replaced; that file gets a GL903 analysis with the reason."""
     pending = deque(todo)
     pool: list[_Worker] = []
     finished = False
@@ -225,7 +298,7 @@ def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout:
                 if worker.task is None and pending:
                     worker.give(pending.popleft(), timeout)
             while pending and len(pool) < workers:
-                worker = _start_worker(max_size)
+                worker = _start_worker(max_size, memory)
                 pool.append(worker)
                 worker.give(pending.popleft(), timeout)
             busy = [w for w in pool if w.task is not None]
@@ -240,14 +313,17 @@ def supervise(todo: Sequence[tuple[int, str, str, bool]], workers: int, timeout:
                     try:
                         outcome = worker.conn.recv()
                     except (EOFError, OSError):
-                        outcome = (task[0], limited(task[1], _death(worker.process)))
+                        outcome = (task[0], limited(task[1], _death(worker.process, memory)))
                         worker.task = None
                         pool.remove(worker)
                         worker.stop(force=True)
                     else:
                         worker.task = None
+                        if _out_of_memory(outcome[1]):  # that worker exits: the next file gets a fresh one
+                            pool.remove(worker)
+                            worker.stop(force=True)
                 elif worker.process.sentinel in ready:
-                    outcome = (task[0], limited(task[1], _death(worker.process)))
+                    outcome = (task[0], limited(task[1], _death(worker.process, memory)))
                     worker.task = None
                     pool.remove(worker)
                     worker.stop(force=True)
@@ -273,17 +349,24 @@ def _workers(todo: Sequence[tuple[int, str, str, bool, int]], jobs: int) -> int:
     return 1
 
 
+def _cache_name(rel: str, named: bool) -> str:
+    # A named file is parsed even if it never mentions torch: another analysis, another entry.
+    return rel + ("\0named" if named else "")
+
+
 def _has_entry_marker(result: dict[str, Any]) -> bool:
     return any(f.get("marker") == "entry" for f in result.get("functions", ()))
 
 
 def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 stats: dict[str, Any] | None = None, lean: bool = False, named: frozenset[str] = frozenset(),
-                max_size: int = DEFAULT_MAX_FILE_SIZE, timeout: float = DEFAULT_FILE_TIMEOUT) -> list[dict[str, Any]]:
+                max_size: int = DEFAULT_MAX_FILE_SIZE, timeout: float = DEFAULT_FILE_TIMEOUT,
+                memory: int = DEFAULT_WORKER_MEMORY) -> list[dict[str, Any]]:
     """Analyse files, reusing cached results; output order is the input order whatever the
     number of jobs. `stats` (if given) receives the counts of cached and analysed files.
     `named`: full paths named on the command line, parsed even if they never mention torch.
-    `max_size` (bytes) and `timeout` (seconds per file) are the per-file limits (0: none).
+    `max_size` (bytes), `timeout` (seconds per file) and `memory` (MiB per worker) are the
+    per-file limits (0: none).
 
     `lean`: the call facts (most of a result) stay only in the cache, not in memory, unless a
     file has an entry marker, in which case the call graph needs them and they are read back;
@@ -314,20 +397,31 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 results[index] = limited(rel, too_large(info.st_size, max_size))
                 continue
             try:
-                data: bytes | None = Path(full).read_bytes()
+                data: bytes | None = read_source(full, max_size)  # re-checked: it may have changed since
+            except TooLarge:
+                results[index] = limited(rel, f"larger than max-file-size ({max_size:,} bytes)")
+                continue
+            except NotSource as error:
+                results[index] = limited(rel, f"not a regular source file ({error})")
+                continue
             except OSError:
-                data = None
+                data = None  # the worker reports the read error as a finding
             if cache.folder is not None and data is not None:
-                keys[index] = cache.key(data, rel + ("\0named" if force else ""))
+                keys[index] = cache.key(content_digest(data), _cache_name(rel, force))
                 cached = cache.get(keys[index], valid_analysis)
                 if cached is not None:
                     keep(index, cached, True)
                     continue
             todo.append((index, rel, full, force, len(data or b"")))
-    workers = _workers(todo, jobs)
+    workers = _workers(todo, min(jobs, max_jobs()))
     # Workers take the largest files first, so no core is left with one big file at the end.
     ordered = [task[:4] for task in sorted(todo, key=lambda task: (-task[4], task[0]))]
-    for index, value in supervise(ordered, workers, timeout, max_size):
+    for index, value in supervise(ordered, workers, timeout, max_size, memory):
+        # Stored under the bytes the worker analysed: the file may have been edited since it was
+        # looked up, and the old content must never find the new content's findings.
+        digest = value.pop("content_digest", None)
+        rel, full = tasks[index]
+        keys[index] = cache.key(digest, _cache_name(rel, full in named)) if cache.folder and digest else ""
         # A file that hit a limit (time, crash) is tried again next run, never cached.
         cacheable = bool(keys[index]) and not value.get("limit")
         keep(index, value, cacheable and cache.put(keys[index], value))
@@ -340,7 +434,7 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
                 missing.append((index, rel, full, full in named))
             else:
                 results[index]["extra"]["calls"] = stored.get("extra", {}).get("calls", {})  # type: ignore[index]
-        for index, value in supervise(missing, 1, timeout, max_size):
+        for index, value in supervise(missing, 1, timeout, max_size, memory):
             results[index]["extra"]["calls"] = value.get("extra", {}).get("calls", {})  # type: ignore[index]
     cache.file_keys = keys
     if stats is not None:

@@ -1,74 +1,24 @@
-"""Run the static check: discover files -> analyse each (pool.py, cached by cache.py) -> place
-functions in regions (the call graph, cached as a whole; every function per-step in the sweep
-mode) -> findings (finalize.py) ->
-fingerprints (fingerprints.py) -> the static half of a report.
+"""Run the static check: discover files -> the project's analysis (pipeline.py: per-file
+analyses, facts across functions, regions) -> findings (finalize.py) -> fingerprints
+(fingerprints.py) -> the static half of a report.
 """
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Collection, Iterable, Sequence
 
-from graphlint import callgraph
 from graphlint.callgraph import recorded
-from graphlint.callgraph.regions import Placement
-from graphlint.callgraph.values import package_module
 from graphlint.config import Config
 from graphlint.discovery import discover, relative_posix
 from graphlint.engine import selectors
 from graphlint.engine.cache import Cache
 from graphlint.engine.finalize import _selected, finalize
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
-from graphlint.engine.interproc import refine
-from graphlint.engine.pool import gc_paused, analyse_all, default_jobs
+from graphlint.engine.pipeline import analyse_project
+from graphlint.engine.pool import capped_jobs, default_jobs, gc_paused
 from graphlint.analysis.file import SKIP_REASON
 from graphlint.report import Finding, StaticResult
-
-
-def _call_graph_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -> tuple[dict, list, set]:
-    """Placements, unresolved calls and the capture functions a caller warms up, from the call
-    graph, cached as a whole. The key covers
-    every file's cache key, the module name each file has on disk (package folders may lie
-    outside the linted paths) and the config the graph reads, so a warm run skips the graph."""
-    key = ""
-    if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
-        root = Path(config.root)
-        parts = [cache.fingerprint, str(root.resolve()), repr((config.entry_points, config.host, config.eager,
-                                                                config.regions)),
-                 recorded.cache_token(config)]  # region file: its digest
-        parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
-        key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
-        cached = cache.get(key, _valid_graph)
-        if cached is not None:
-            reasons = cached["reasons"]
-            placements = {(path, qualname): Placement(region, tuple(via), reasons[reason])
-                          for path, qualname, region, via, reason in cached["placements"]}
-            return placements, cached["unresolved"], {tuple(k) for k in cached.get("warmed_up", ())}
-    graph = callgraph.build(files, config)
-    unresolved = json.loads(json.dumps(graph.unresolved))  # as the cache gives it back
-    if key:
-        # Reasons repeat (one per root): stored once, placements hold their index.
-        reasons: dict[str, int] = {}
-        cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via),
-                                        reasons.setdefault(p.reason, len(reasons))]
-                                       for (path, qualname), p in graph.placements.items()],
-                        "reasons": list(reasons),
-                        "unresolved": unresolved, "warmed_up": [list(k) for k in graph.warmed_up]})
-    return graph.placements, unresolved, set(graph.warmed_up)
-
-
-def _valid_graph(value: dict[str, Any]) -> bool:
-    """The shape `_call_graph_regions` stores: placements [path, qualname, region, via, reason
-    index], the reasons, the unresolved calls and the warmed-up capture functions."""
-    placements, unresolved, reasons = value.get("placements"), value.get("unresolved"), value.get("reasons")
-    warmed_up = value.get("warmed_up", [])
-    return (isinstance(placements, list) and isinstance(unresolved, list) and isinstance(reasons, list)
-            and isinstance(warmed_up, list) and all(isinstance(k, list) for k in warmed_up)
-            and all(isinstance(item, list) and len(item) == 5 and all(isinstance(part, str) for part in item[:3])
-                    and isinstance(item[3], list) and isinstance(item[4], int) and 0 <= item[4] < len(reasons)
-                    for item in placements))
 
 
 def collect_tasks(paths: Iterable[str | Path], config: Config, problems: list[str] | None = None,
@@ -89,9 +39,14 @@ def named_files(paths: Iterable[str | Path]) -> frozenset[str]:
 def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (), ignore: Sequence[str] = (),
           jobs: int | None = None, cache_dir: Path | None = None, force_exclude: bool = False,
           tasks: list[tuple[str, str]] | None = None,
-          progress: Callable[[str, int], None] | None = None) -> StaticResult:
+          progress: Callable[[str, int], None] | None = None,
+          report_only: Collection[str] | None = None) -> StaticResult:
     """The static half of a report, findings fingerprinted. Raises PathProblem for a named path
-    that cannot be checked; paths a folder walk could not read are listed in `skipped`."""
+    that cannot be checked; paths a folder walk could not read are listed in `skipped`.
+
+    `report_only`: the paths (relative to the root) to report; the rest of `paths` is analysed
+    for the regions and facts it gives those files (files named on the command line, staged by
+    pre-commit, changed since a revision or read from stdin, inside their project)."""
     started = time.perf_counter()
     stats: dict[str, Any] = {}
     problems: list[str] = []
@@ -99,22 +54,10 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     tasks = collect_tasks(paths, config, problems, force_exclude) if tasks is None else tasks
     config, select, ignore = selectors.validate_config(config, select, ignore)
     progress = progress or (lambda phase, files: None)  # (phase, number of files): a long check shows it
-    progress("analysing", len(tasks))
     cache = Cache(cache_dir)
-    sweep = config.regions == "sweep"
-    files = analyse_all(tasks, jobs or default_jobs(), cache, stats, lean=sweep,
-                        named=named_files(paths), max_size=config.max_file_size, timeout=config.file_timeout)
-    # Facts across functions: parameters from call sites, returns, inherited attributes.
-    files = refine(files, tasks, Path(config.root), cache, jobs or default_jobs())
-    placements = None
-    warmed_up: set = set()
-    extra: dict[str, Any] = {}
-    # Regions come from the call graph (capture sites, nn.Module forwards, entry points and
-    # markers combined); the sweep mode makes every function per-step instead.
-    if not sweep:
-        progress("call graph and regions", len(files))
-        with gc_paused():  # the cached graph is one large acyclic entry: collecting while it loads only rescans it
-            placements, extra["unresolved_calls"], warmed_up = _call_graph_regions(files, config, cache)
+    project = analyse_project(tasks, config, cache, capped_jobs(jobs or default_jobs()), named=named_files(paths), progress=progress)
+    files = project.files
+    stats.update(project.stats)
     select = tuple(select) or config.select
     ignore = tuple(ignore) + config.ignore
     texts = {file["path"]: {tuple(raw[name] for name in SPAN_FIELDS): (file["statement_texts"][statement], flagged)
@@ -122,19 +65,80 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
              for file in files if file.get("fingerprint_texts")}
     progress("findings", len(files))
     with gc_paused():
-        found = finalize(files, config, select, ignore, placements, warmed_up)
-        if not sweep:  # region file: one GL904 when recorded functions no longer match the code
+        found = finalize(files, config, select, ignore, project.placements, project.warmed_up, project.incomplete)
+        if config.regions != "sweep":  # region file: one GL904 when recorded functions no longer match the code
             found = sorted(found + recorded.stale_findings(
                 files, config, lambda code: _selected(code, select, ignore), cache), key=Finding.sort_key)
         findings = fingerprint_findings(found, config.root, texts)
+    if report_only is not None:
+        wanted = set(report_only)
+        files = [f for f in files if f["path"] in wanted]
+        findings = [f for f in findings if f.path in wanted]
     result = StaticResult(files=[f["path"] for f in files], findings=findings)
-    result.regions = placements or {}  # region file: the cross-check asks what was analysed as captured
+    result.regions = project.placements or {}  # region file: the cross-check asks what was analysed as captured
     skipped = sum(1 for f in files if f.get("skipped"))
     if skipped:
         # Counted among the files checked, so the report says they were not parsed, and why.
         result.extra["skipped_unparsed"] = {"files": skipped, "reason": SKIP_REASON}
-    result.unresolved_calls = extra.get("unresolved_calls", [])
+    result.unresolved_calls = [u for u in project.unresolved
+                               if report_only is None or u.get("path") in set(report_only)]
     if problems:
         result.extra["skipped"] = problems
     result.stats = {**stats, "seconds": round(time.perf_counter() - started, 3)}
     return result
+
+
+def project_paths(config: Config) -> list[str]:
+    """The project a config describes: its `paths`, else the folder it lives in; none without a
+    config file (then the files named are the project)."""
+    if config.source is None:
+        return []
+    return [str(config.root / p) for p in config.paths] or [str(config.root)]
+
+
+def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (),
+                     ignore: Sequence[str] = (), jobs: int | None = None, cache_dir: Path | None = None,
+                     force_exclude: bool = False,
+                     progress: Callable[[str, int], None] | None = None) -> StaticResult:
+    """`check` of the paths named on a command line (or staged by pre-commit), with regions and
+    facts computed over the whole project (the cache serves the files not named), reporting the
+    named files only: a file gets the same findings checked alone, staged alone or with the tree.
+
+    A file outside the project (outside its `paths`, or named although the config excludes it,
+    as the known-bad reference of a project is) is analysed with the other such files alone."""
+    project = project_paths(config)
+    if not project or not paths:
+        return check(paths or project, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress)
+    named = collect_tasks(paths, config, force_exclude=force_exclude)
+    project_tasks = collect_tasks(project, config)
+    members = {rel for rel, _ in project_tasks}
+    alone = [full for rel, full in named if rel not in members]
+    together = [rel for rel, _ in named if rel in members]
+    parts: list[StaticResult] = []
+    if together:
+        parts.append(check(paths, config, select, ignore, jobs, cache_dir, force_exclude, tasks=project_tasks,
+                           progress=progress, report_only=together))
+    if alone:
+        parts.append(check(alone, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress))
+    return _combined(parts)
+
+
+def _combined(parts: list[StaticResult]) -> StaticResult:
+    if len(parts) == 1:
+        return parts[0]
+    result = StaticResult()
+    for part in parts:
+        result.files.extend(f for f in part.files if f not in result.files)
+        result.findings.extend(part.findings)
+        result.unresolved_calls.extend(part.unresolved_calls)
+        for key, value in part.extra.items():
+            if isinstance(value, list):
+                result.extra.setdefault(key, []).extend(value)
+            elif key == "skipped_unparsed" and key in result.extra:
+                result.extra[key] = {**value, "files": result.extra[key]["files"] + value["files"]}
+            else:
+                result.extra.setdefault(key, value)
+    result.findings.sort(key=lambda f: f.sort_key())
+    result.stats = {"seconds": round(sum(part.stats.get("seconds", 0) for part in parts), 3)}
+    return result
+

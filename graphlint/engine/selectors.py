@@ -38,6 +38,11 @@ def _normalise(tokens: Sequence[str], where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def normalise_tokens(tokens: Sequence[str], where: str) -> tuple[str, ...]:
+    """Selectors as codes or prefixes; SelectorError names `where` (an option or a file and key)."""
+    return _normalise(tokens, where)
+
+
 def validate_cli(select: Sequence[str], ignore: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return _normalise(select, "--select"), _normalise(ignore, "--ignore")
 

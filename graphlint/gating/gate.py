@@ -4,15 +4,19 @@ made in one CI job (a runtime run on a GPU runner) can gate a later one.
 Exit codes: 0 pass, 1 fail (unsuppressed errors, a failed runtime phase, or an error recorded in
 the report), 2 the report cannot be read or cannot be trusted. The gate fails closed: a report
 with neither a static nor a runtime half, another schema, an unknown severity or verdict, or a
-field of the wrong type exits 2 naming the field. A baseline, when given, is applied to the
-static findings by the fingerprints recorded in the report.
+field of the wrong type exits 2 naming the field. The verdict is derived from the findings,
+never read from the report: a report whose summary or counts disagree with its findings (an
+emptied findings list under "30 errors"), or whose JSON repeats a key, exits 2 as well. A
+baseline, when given, is applied to the static findings by the fingerprints recorded in the report.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from graphlint.report import SCHEMA, Report, read_json
+import json
+
+from graphlint.report import SCHEMA, NotRegularFile, Report, read_regular
 
 PASS, FAIL, UNREADABLE = 0, 1, 2
 
@@ -95,19 +99,76 @@ def validate(data: Any) -> None:
             _check(data[name], (dict,), name)
 
 
+# A report of every finding in a large tree is tens of MB; one past this is not read.
+MAX_REPORT_BYTES = 1024 * 1024 * 1024
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            # Which of two "static" halves would a reader take? Each JSON library answers differently.
+            raise GateError(f"the key {key!r:.60} appears twice in one object")
+        seen[key] = value
+    return seen
+
+
+def _read(path: str | Path) -> Any:
+    try:
+        text = read_regular(path, MAX_REPORT_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        raise GateError(f"{path}: report not found") from None
+    except NotRegularFile as problem:
+        raise GateError(f"cannot read report: {problem}") from None
+    except (OSError, UnicodeDecodeError) as problem:
+        raise GateError(f"{path}: cannot read report: {problem}") from None
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except GateError as error:
+        raise GateError(f"{path}: malformed graphlint report: {error}") from None
+    except json.JSONDecodeError as problem:
+        raise GateError(f"{path}: not valid JSON (a truncated report?): {problem}") from None
+    except RecursionError:
+        raise GateError(f"{path}: report nested too deeply to read") from None
+
+
+def consistent(data: dict[str, Any], report: Report) -> None:
+    """Raise GateError when the summary or the counts the report carries disagree with what its
+    findings give: the gate decides from the findings, and a report edited by hand is refused."""
+    derived = report.summary()
+    summary = data.get("summary")
+    if summary is not None:
+        _check(summary, (dict,), "summary")
+        for name in ("errors", "warnings", "suppressed", "verdict"):
+            if name in summary and summary[name] != derived[name]:
+                raise GateError(f"summary.{name} is {summary[name]!r:.40} but the findings give {derived[name]!r}: "
+                                "the report was changed after it was written")
+    static = data.get("static")
+    if report.static is not None and isinstance(static, dict) and "counts" in static:
+        counts = static["counts"]
+        if counts != report.static.counts():
+            raise GateError(f"static.counts is {json.dumps(counts)[:80]} but the findings give "
+                            f"{json.dumps(report.static.counts())[:80]}: the report was changed after it was written")
+
+
 def load_report(path: str | Path) -> Report:
-    data = read_json(path, GateError, "report")
+    data = _read(path)
     try:
         validate(data)
     except GateError as error:
         kind = "" if str(error).startswith("not a graphlint report") else "malformed graphlint report: "
         raise GateError(f"{path}: {kind}{error}") from None
     try:
-        return Report.from_dict(data)
+        report = Report.from_dict(data)
     except ValueError as error:
         raise GateError(f"{path}: {error}") from None
     except (KeyError, TypeError, AttributeError) as error:
         raise GateError(f"{path}: malformed graphlint report: {type(error).__name__}: {error}") from None
+    try:
+        consistent(data, report)
+    except GateError as error:
+        raise GateError(f"{path}: untrustworthy graphlint report: {error}") from None
+    return report
 
 
 def verdict(report: Report) -> int:

@@ -13,6 +13,8 @@ import traceback
 from contextlib import contextmanager
 from typing import Iterator
 
+from pathlib import Path
+
 import click
 
 from graphlint.runtime.harness import run_harness
@@ -67,22 +69,22 @@ def _report(runtime: dict | None, errors: list[str]):
 
 
 def _emit(report, fmt: str, output: str | None) -> None:
-    from graphlint.report import dumps, write_atomic
+    from graphlint.report import dumps
+    from graphlint.views.output import protected_files, write_output
 
     if report.static is not None or fmt in ("sarif", "github"):
         # Both halves (--lint): the views of `graphlint check`.
-        from pathlib import Path
-
         from graphlint.views.output import render_report
 
         if output and fmt != "json":
-            write_atomic(output, dumps(report))  # -o is the JSON report; the view goes to stdout
+            # -o is the JSON report; the view goes to stdout
+            write_output(output, dumps(report), protected_files(report, Path.cwd()))
             output = None
         render_report(report, fmt, output, Path.cwd())
         return
     text = dumps(report)
     if output:
-        write_atomic(output, text)
+        write_output(output, text, protected_files(report, Path.cwd()))
     if fmt == "json" and not output:
         click.echo(text, nl=False)
     elif fmt == "text" and report.runtime is not None:
@@ -146,6 +148,9 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
             raise UsageError("give either TARGET or --reference, not both")
         if target is None and not reference:
             target = _configured_target()
+        from graphlint.views.output import refuse_output, target_source
+
+        refuse_output(output, target_source(target))  # before the run, not after it
         options = dict(parse_option(text) for text in raw_options)
         try:
             import torch  # noqa: F401

@@ -171,7 +171,7 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
         where = absolute(static_root, f["path"])
         span = statement(where, int(f["line"]))
         entry = {k: f.get(k) for k in ("rule", "name", "severity", "path", "line", "col", "function", "region",
-                                       "message", "fingerprint", "suppressed")}
+                                       "message", "fingerprint", "suppressed", "reached_via")}
         seen = matched.get(n)
         if seen is None and f["rule"] in ALLOCATION_RULES and (where, span) in allocated:
             seen = [{"source": "allocation", "kind": "allocation", "op": ", ".join(allocated[(where, span)][:3]),

@@ -100,7 +100,7 @@ def load_factory(spec: str) -> Callable[..., Any]:
     """
     if is_hf(spec):
         if importlib.util.find_spec("transformers") is None:
-            raise TargetError(f"target {spec!r} needs transformers: pip install 'graphlint[hf]'")
+            raise TargetError(f"target {spec!r} needs transformers: pip install 'graphlint-cuda[hf]'")
         spec = HF_FACTORY
     location, _, attr_path = spec.rpartition(":")
     if not location or not attr_path:

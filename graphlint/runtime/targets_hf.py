@@ -96,7 +96,7 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     try:
         import transformers
     except ImportError:
-        raise ValueError("the hf targets need transformers: pip install 'graphlint[hf]'") from None
+        raise ValueError("the hf targets need transformers: pip install 'graphlint-cuda[hf]'") from None
     if not model:
         raise ValueError("hf target: name a model (hf:llama, hf:path/to/config.json, or --option model=...)")
     if dtype not in DTYPES:

@@ -44,9 +44,21 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
     captured = sum(1 for row in result.rows if row.region == "captured")
     # A pass is only as good as the graph: say how many reachable calls it could not follow.
     unfollowed = f"{len(result.unresolved)} reachable call{'s' if len(result.unresolved) != 1 else ''} not followed"
+    for site in result.incomplete:
+        console.print(f"\n[bold yellow]incomplete capture[/] at {escape(site['path'])}:{site['line']}: "
+                      f"{escape(site['message'])}")
     if blocking:
         console.print(f"\n[bold red]FAIL[/]: {len(blocking)} of {captured} captured functions are not capturable "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
+    elif result.verdict() == "incomplete":
+        what = (f"{len(result.incomplete)} capture site{'s' if len(result.incomplete) != 1 else ''} with a region "
+                "graphlint could not follow" if result.incomplete else "no function is captured")
+        console.print(f"\n[bold yellow]INCOMPLETE[/]: {what}; {captured} captured functions checked "
+                      f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")
+    elif result.warning_only():
+        console.print(f"\n[bold green]PASS[/]: no captured function has an error; {len(result.warning_only())} of "
+                      f"{captured} have warnings only ({len(result.rows)} reachable, {result.files} files, "
+                      f"{unfollowed})")
     else:
         console.print(f"\n[bold green]PASS[/]: all {captured} captured functions are capturable "
                       f"({len(result.rows)} reachable, {result.files} files, {unfollowed})")

@@ -5,6 +5,7 @@ report to a view. A closed stdout (a pager or `head` that quit) ends the output 
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -28,6 +29,47 @@ def write_output(output: str, text: str, protect: Sequence[str | Path] = ()) -> 
 def linted_files(report: Report, root: Path) -> list[Path]:
     """The files a report's static half read: an output path must never replace one of them."""
     return [root / name for name in report.static.files] if report.static is not None else []
+
+
+def target_source(spec: str | None) -> list[Path]:
+    """The file a runtime target names (`path/to/file.py:callable`); none for a module path."""
+    if not spec or ":" not in spec:
+        return []
+    path = spec.rpartition(":")[0]
+    return [Path(path)] if path.endswith(".py") else []
+
+
+def runtime_sources(runtime: dict | None) -> list[Path]:
+    """The files a runtime half ran: the target's file, its step's file and every file it
+    executed (relative ones from the current folder, as the harness records them)."""
+    if not isinstance(runtime, dict):
+        return []
+    target = runtime.get("target") if isinstance(runtime.get("target"), dict) else {}
+    entry = target.get("entry") if isinstance(target.get("entry"), dict) else {}
+    spec = target.get("spec")
+    names = [entry.get("path"), *(entry.get("files") or []), *(runtime.get("executed") or {})]
+    return [*target_source(spec if isinstance(spec, str) else None),
+            *(Path(name) for name in names if isinstance(name, str) and name.endswith(".py"))]
+
+
+def protected_files(report: Report, root: Path) -> list[Path]:
+    """Every source a report was made from: an output path never replaces one of them."""
+    return [*linted_files(report, root), *runtime_sources(report.runtime)]
+
+
+def refuse_output(output: str | None, protect: Sequence[str | Path]) -> None:
+    """Exit 2 before any work when `output` is (or links to) one of the files in `protect`,
+    so a long runtime run never ends by overwriting its own target."""
+    if not output:
+        return
+    target = os.path.realpath(output)
+    for source in protect:
+        try:
+            same = os.path.samefile(target, source)
+        except OSError:
+            same = False
+        if same:
+            fail(f"{output}: refusing to overwrite a source file ({source}) with the report")
 
 
 def silence_stdout() -> None:
@@ -83,7 +125,7 @@ def _render_report(report: Report, fmt: str, output: str | None, root: Path, qui
             return
         text = buffer.getvalue()
     if output:
-        write_output(output, text, linted_files(report, root))
+        write_output(output, text, protected_files(report, root))
         summary = report.summary()
         click.echo(f"graphlint: wrote {output} ({summary['verdict']}: {summary['errors']} errors, "
                    f"{summary['warnings']} warnings)", err=True)

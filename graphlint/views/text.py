@@ -15,13 +15,15 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from graphlint.analysis.source import SourceError, decode, split_lines
-from graphlint.report import Finding, Report, read_regular
+from graphlint.analysis.source import SourceError, decode, read_source, split_lines
+from graphlint.report import Finding, Report
 from graphlint.runtime.crosscheck import confirmation, describe, marks
 
 TAB_SIZE = 4  # tabs in shown source lines expand to this many columns (ruff's default indent width)
 # A longer source line is shown as a window around the flagged range.
 MAX_SHOWN = 160
+# Source lines are shown from at most this much of a file (a GL903 file may be gigabytes).
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
 
 
 def _escaped(char: str) -> str | None:
@@ -72,11 +74,19 @@ def _source_line(root: Path, finding: Finding, cache: dict[str, list[str]],
         else:
             try:
                 # Decoded and numbered as Python does, so the caret is under the flagged line.
-                cache[finding.path] = split_lines(decode(read_regular(root / finding.path)))
-            except (OSError, SourceError):
+                cache[finding.path] = split_lines(decode(_leading_lines(root / finding.path)))
+            except (OSError, SourceError):  # a FIFO, a device, /proc: never shown as source
                 cache[finding.path] = []
     lines = cache[finding.path]
     return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+
+def _leading_lines(path: Path) -> bytes:
+    """The whole lines within the first MAX_SOURCE_BYTES of a regular file."""
+    data = read_source(path, MAX_SOURCE_BYTES, prefix=True)
+    if len(data) == MAX_SOURCE_BYTES:
+        data = data[:max(data.rfind(b"\n"), 0)]  # a line cut in the middle is not shown
+    return data
 
 
 def display_path(root: Path, path: str) -> str:

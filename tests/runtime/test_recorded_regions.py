@@ -135,7 +135,9 @@ def test_hf_llama_lint_reads_the_transformers_code_the_step_ran(llama):
     assert section["findings"] and "transformers" in section["packages"]
     # Every runtime cause is judged against code the static half saw as captured, or said not to be.
     assert all(entry["reason"] for entry in joined["not_linted"])
-    assert joined["counts"]["confirmed"] >= 1
+    # hf:llama's step has no sync or capture cause, and its allocations are intermediates (GL405,
+    # off by default): nothing is missed, and nothing needs confirming.
+    assert joined["missed_by_static"] == []
     report = Report(tool_version="t", static=static, runtime={**llama, "verdict": "pass"}, crosscheck=joined)
     assert report.summary()["verdict"] == "pass"  # third-party findings do not gate
     errors = [f for f in section["findings"] if f["severity"] == "error" and not f["suppressed"]]

@@ -169,7 +169,7 @@ def test_without_transformers_the_message_says_what_to_install(monkeypatch):
     real = targets.importlib.util.find_spec
     monkeypatch.setattr(targets.importlib.util, "find_spec",
                         lambda name, *a: None if name == "transformers" else real(name, *a))
-    with pytest.raises(TargetError, match=r"pip install 'graphlint\[hf\]'"):
+    with pytest.raises(TargetError, match=r"pip install 'graphlint-cuda\[hf\]'"):
         targets.load_factory("hf:llama")
 
 

@@ -1,0 +1,78 @@
+"""GL401 against GL405 where the region decides: an allocation returned by the captured
+callable outlives the step, one returned by an inner layer is an intermediate; GL405 is off
+by default and on when selected, by code, name, prefix or ALL."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphlint.config import Config
+from graphlint.engine import check
+from graphlint.engine.selectors import normalise_config
+from graphlint.rules import BY_CODE
+
+ENGINE = """
+import torch
+from torch import nn
+
+class Layer(nn.Module):
+    def forward(self, x: torch.Tensor):
+        return torch.ones_like(x) * x            # a new tensor: the allocation is dropped
+
+    def gate(self, x: torch.Tensor):
+        return torch.zeros_like(x)               # returned to Model.forward: an intermediate
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = Layer()
+
+    def forward(self, x: torch.Tensor):
+        out = torch.empty_like(x)                # the captured callable returns it
+        out.copy_(self.layer(x) + self.layer.gate(x))
+        return out
+
+class Runner:
+    def __init__(self, model):
+        self.model = model
+        self.x = torch.zeros(4, 8, device="cuda")
+
+    def capture(self):
+        self.model(self.x)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = self.model(self.x)
+"""
+
+
+def _run(tmp_path: Path, select: tuple[str, ...] = ()) -> list[tuple[str, str, int]]:
+    (tmp_path / "engine.py").write_text(textwrap.dedent(ENGINE))
+    findings = check([tmp_path], normalise_config(Config(root=tmp_path, select=select)), jobs=1).findings
+    return sorted((f.rule, f.function, f.line) for f in findings if f.rule.startswith("GL4"))
+
+
+def test_only_the_captured_callables_output_is_gl401_by_default(tmp_path):
+    assert _run(tmp_path) == [("GL401", "Model.forward", 18)]
+
+
+@pytest.mark.parametrize("select", [("GL405",), ("intermediate-allocation",), ("ALL",), ("GL4",)])
+def test_intermediates_are_gl405_when_selected(tmp_path, select):
+    found = _run(tmp_path, select)
+    assert ("GL405", "Layer.forward", 7) in found and ("GL405", "Layer.gate", 10) in found
+    assert (("GL401", "Model.forward", 18) in found) == (select in (("ALL",), ("GL4",)))
+
+
+def test_a_returned_intermediate_says_where_it_goes(tmp_path):
+    (tmp_path / "engine.py").write_text(textwrap.dedent(ENGINE))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL405",)), jobs=1).findings
+    gate = next(f for f in findings if f.function == "Layer.gate")
+    assert "returned to `Model.forward`" in gate.message and gate.severity == "warning"
+
+
+def test_the_opt_in_rule_is_off_by_default_and_says_so():
+    rule = BY_CODE["GL405"]
+    assert not rule.default_enabled
+    assert "off by default" in rule.summary()  # what `graphlint rules` shows
+    assert BY_CODE["GL401"].default_enabled
