@@ -79,8 +79,10 @@ class Escapes:
             return self.carriers(node.elt, env)
         if isinstance(node, cst.DictComp):
             return self.carriers(node.value, env)
-        if isinstance(node, (cst.NamedExpr, cst.Await, cst.StarredElement)):
+        if isinstance(node, (cst.NamedExpr, cst.StarredElement)):
             return self.carriers(node.value, env)
+        if isinstance(node, cst.Await):
+            return self.carriers(node.expression, env)
         return frozenset()
 
     def _gathers(self, node: cst.Subscript) -> bool:
@@ -196,7 +198,8 @@ class Escapes:
             self._mark(self.carriers(node.value, env), RETURNED)
             return env
         if isinstance(node, cst.Expr) and isinstance(node.value, (cst.Yield, cst.Await)):
-            value = node.value.value
+            # `yield x` holds its value in `.value`, `await f(x)` its awaited call in `.expression`.
+            value = node.value.value if isinstance(node.value, cst.Yield) else node.value.expression
             self._scan_calls(value, env)
             if isinstance(node.value, cst.Yield) and not isinstance(value, cst.From):
                 self._mark(self.carriers(value, env), RETURNED)

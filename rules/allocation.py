@@ -85,6 +85,8 @@ class PerStepAllocation(Rule):
         "    pixels *= mask\n    return pixels\n",
         "def f(out: dict, table_idx: torch.Tensor):\n    table = torch.zeros(21, 37, device=table_idx.device)\n"
         "    out['mask'] = table[table_idx]\n    return out\n",
+        # Awaited and yielded values (an async engine loop) are read like any other.
+        "async def step(x: torch.Tensor, fetch):\n    y = await fetch(x)\n    await fetch(torch.zeros_like(y))\n    return y\n",
         # An object the step builds (attention metadata made per step): its constructor's tensors
         # live one step.
         "class Seqlen:\n    def __init__(self, input_lengths: torch.Tensor):\n"

@@ -9,10 +9,13 @@ or replay a graph are orchestration (`host`). From the roots the graph follows p
 imports, `self.method()`, submodules assigned in `__init__` and called (`self.attn(x)` reaches
 `Attention.forward`), module lists iterated (`for layer in islice(self.layers, a, b)`), every
 override of a method called on a base class, `super().forward`, and functions passed as
-arguments. Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are
-evaluated lazily by graphlint.callgraph.values. A call whose target cannot be determined is
-listed in `unresolved` with the reason, never guessed; calls into libraries (torch, the standard
-library) are not listed. Regions: roots and their callees are `captured`; an `eager` function
+arguments; a step handed to the capturing function as a parameter is what its callers pass.
+Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated
+lazily by graphlint.callgraph.values. A method called on a receiver of unknown type reaches the
+few linted methods of that name as candidates (the chain says so); any other call whose target
+cannot be determined is listed in `unresolved` with the reason, and a capture site whose region
+meets one is `incomplete` (GL905); calls into libraries (torch, the standard library) are not
+listed. Regions: roots and their callees are `captured`; an `eager` function
 and what only it reaches are `eager`; a `host` function is `host` and is not followed; the rest
 is `unreached`. Every placement carries the reason for it.
 """

@@ -297,16 +297,13 @@ def stale_message(found: RegionFile, entries: list[dict], limit: int = 5) -> str
 def stale_findings(files: Sequence[Mapping[str, Any]], config: Config, selected: Callable[[str], bool],
                    cache: Any = None) -> list:
     """One GL904 warning for a region file with stale entries (at the region file, naming them
-    and the refresh), when `selected` (the run's rule selection) takes GL904, at the severity the
-    config gives it."""
+    and the refresh), under the config's rule selection and severities."""
     from graphlint.report import Finding
     from graphlint.rules import BY_CODE
 
-    rule = BY_CODE["GL904"]
-    if not selected(rule.code):
-        return []
     found, entries = stale(files, config, cache)
-    if not entries:
+    rule = BY_CODE["GL904"]
+    if not entries or not selected(rule.code):
         return []
     severity = next((v for k, v in sorted(config.severity.items(), key=lambda kv: -len(kv[0]))
                      if rule.code.startswith(k)), rule.severity)

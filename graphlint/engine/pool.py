@@ -176,8 +176,17 @@ def _out_of_memory(value: dict[str, Any]) -> bool:
     return (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY
 
 
+def _mapped_bytes() -> int:
+    """This process's address space in use (Linux: /proc/self/statm), 0 where unknown."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def limit_memory(megabytes: int) -> None:
-    """Cap this process's address space at `megabytes` MiB (0: no cap): past it, an allocation
+    """Cap this process's address space at `megabytes` MiB more than it maps now (0: no cap): past it, an allocation
     fails (MemoryError, or an abort in the parser's native code) instead of the machine's
     memory running out. The hard limit is left as it is; one already lower is kept."""
     if not megabytes:
@@ -187,7 +196,10 @@ def limit_memory(megabytes: int) -> None:
     except ImportError:  # Windows: no rlimits
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = megabytes * 1024 * 1024
+    # On top of what the process maps already: a worker forked from a process that imported a
+    # CUDA build of torch (runtime --lint, check --runtime, the pytest plugin) starts with
+    # gigabytes of address space reserved, none of it the analysis's.
+    wanted = _mapped_bytes() + megabytes * 1024 * 1024
     if soft != resource.RLIM_INFINITY and soft <= wanted:
         return
     if hard != resource.RLIM_INFINITY:
@@ -421,7 +433,10 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
         # looked up, and the old content must never find the new content's findings.
         digest = value.pop("content_digest", None)
         rel, full = tasks[index]
-        keys[index] = cache.key(digest, _cache_name(rel, full in named)) if cache.folder and digest else ""
+        # A worker that died on the file reports no digest: the key it was looked up under stays
+        # (the result is not stored under it, but the project's cached regions are keyed by it).
+        if cache.folder and digest:
+            keys[index] = cache.key(digest, _cache_name(rel, full in named))
         # A file that hit a limit (time, crash) is tried again next run, never cached.
         cacheable = bool(keys[index]) and not value.get("limit")
         keep(index, value, cacheable and cache.put(keys[index], value))

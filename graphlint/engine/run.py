@@ -13,7 +13,7 @@ from graphlint.config import Config
 from graphlint.discovery import discover, relative_posix
 from graphlint.engine import selectors
 from graphlint.engine.cache import Cache
-from graphlint.engine.finalize import _selected, finalize
+from graphlint.engine.finalize import finalize, selected
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.pipeline import analyse_project
 from graphlint.engine.pool import capped_jobs, default_jobs, gc_paused
@@ -67,8 +67,7 @@ def check(paths: Sequence[str | Path], config: Config, select: Sequence[str] = (
     with gc_paused():
         found = finalize(files, config, select, ignore, project.placements, project.warmed_up, project.incomplete)
         if config.regions != "sweep":  # region file: one GL904 when recorded functions no longer match the code
-            found = sorted(found + recorded.stale_findings(
-                files, config, lambda code: _selected(code, select, ignore), cache), key=Finding.sort_key)
+            found = sorted(found + recorded.stale_findings(files, config, lambda code: selected(code, select, ignore), cache), key=Finding.sort_key)
         findings = fingerprint_findings(found, config.root, texts)
     if report_only is not None:
         wanted = set(report_only)

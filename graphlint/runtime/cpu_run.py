@@ -44,7 +44,8 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     target = targets.build(factory, device, spec["options"], guard=guard)
     steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
     result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {},
-                    "entry": targets.describe(target)}
+                    "entry": targets.describe(target),
+                    "features": _features(target)}
     written = on_phase or (lambda _r: None)
 
     def report(running: str | None) -> None:
@@ -137,3 +138,9 @@ def bench(target: Any, steps: int, device: torch.device) -> dict:
     eager = statistics.median(times) * 1e3 if times else None
     return {"device": str(device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
             "note": "replay n/a without CUDA; eager on one intra-op thread"}
+
+
+def _features(target) -> dict | None:
+    """The target's own account of what it exercises (`features`, a JSON-ready dict), if any."""
+    found = getattr(target, "features", None)
+    return dict(found) if isinstance(found, dict) else None

@@ -88,7 +88,8 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
         steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
-                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target)}
+                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target),
+                        "features": _features(target)}
         runner = _DeviceRun(target, device, stream, steps, spec, result, report)
         runner.all_phases()
     return result
@@ -428,3 +429,9 @@ def _compare(got: list[torch.Tensor], want: list[torch.Tensor], atol: float, rto
 def _constant(outputs: list[list[torch.Tensor]]) -> bool:
     first = outputs[0]
     return all(len(o) == len(first) and all(torch.equal(a, b) for a, b in zip(o, first)) for o in outputs[1:])
+
+
+def _features(target) -> dict | None:
+    """The target's own account of what it exercises (`features`, a JSON-ready dict), if any."""
+    found = getattr(target, "features", None)
+    return dict(found) if isinstance(found, dict) else None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from graphlint.config import Config
+from graphlint.callgraph.graph import EntryPointError
 from graphlint.callgraph.recorded import function_spans
 from graphlint.callgraph.regions import CAPTURED, module_name
 from graphlint.report import StaticResult
@@ -86,7 +87,15 @@ def lint(runtime: dict, config: Config, jobs: int | None = None, cache_dir: Path
     with tempfile.TemporaryDirectory(prefix="graphlint-regions-") as folder:
         regions = _region_file(runtime, root, folder, False, "project.json")
         scoped = dataclasses.replace(config, root=root, exclude=(), entry_points=entries, region_file=regions)
-        return check([str(root / f) for f in files], scoped, jobs=jobs, cache_dir=cache_dir)
+        try:
+            return check([str(root / f) for f in files], scoped, jobs=jobs, cache_dir=cache_dir)
+        except EntryPointError:
+            if entries == tuple(config.entry_points):
+                raise
+            # step() not among the functions analysed (its file did not parse, or hit a limit):
+            # what the step ran is the region without it.
+            scoped = dataclasses.replace(scoped, entry_points=tuple(config.entry_points))
+            return check([str(root / f) for f in files], scoped, jobs=jobs, cache_dir=cache_dir)
 
 
 def lint_third_party(runtime: dict, config: Config, jobs: int | None = None,
