@@ -19,7 +19,7 @@ from graphlint.callgraph.values import package_module
 from graphlint.config import Config
 from graphlint.engine.cache import Cache
 from graphlint.engine.interproc import Reanalyse, pooled, refine
-from graphlint.engine.pool import analyse_all, default_jobs
+from graphlint.engine.pool import analyse_all, default_jobs, gc_paused
 
 # (phase, number of files): a long check shows its phases on stderr.
 Progress = Callable[[str, int], None]
@@ -76,8 +76,9 @@ def analyse_project(tasks: Sequence[tuple[str, str]], config: Config, cache: Cac
         if not sweep:
             project.placements = graph.placements
         return project
-    project.placements, project.unresolved, project.warmed_up, project.incomplete = _cached_regions(
-        files, config, cache)
+    with gc_paused():  # the cached graph is one large acyclic entry: collecting while it loads only rescans it
+        project.placements, project.unresolved, project.warmed_up, project.incomplete = _cached_regions(
+            files, config, cache)
     return project
 
 

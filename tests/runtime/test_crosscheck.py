@@ -14,7 +14,7 @@ from graphlint.runtime import crosscheck, lint_target
 from graphlint.runtime.command import runtime_command
 from graphlint.runtime.harness import run_harness
 
-from runtime_helpers import REPO, marked_line, target
+from runtime_helpers import marked_line, target
 
 PLANTED = ["clean", "item_sync", "frozen_scalar", "dynamic_output", "missed_syncs", "multigpu", "other_device",
            "stale_input", "misbehave", "adapter"]
