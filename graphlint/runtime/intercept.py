@@ -57,6 +57,7 @@ class StepTrace:
     produced: dict = field(default_factory=dict)  # storage key -> site of the op that made it
     tainted: set = field(default_factory=set)
     lifted: dict = field(default_factory=dict)  # id -> tensor made from Python data in the step
+    from_data: set = field(default_factory=set)  # storage keys of those tensors (kept after the step)
     retained_bytes: int = 0  # allocated by this step and alive after it
     live_bytes: int = 0  # allocated by this and the earlier traced steps, alive after it
     error: str | None = None
@@ -492,6 +493,7 @@ class Interceptor:
         if lift:
             for t in outs:
                 rec.lifted[id(t)] = t
+            rec.from_data.update(k for k in map(_storage_key, ins + outs) if k)
             sig += (_lifted_value(ins[0]),) if ins else ()
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
         rec.ops.append((name, sig, shapes, tuple(external), site))
