@@ -115,9 +115,10 @@ def run_harness(
         raise (UnsupportedTarget if unsupported else TargetError)(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
     runtime["torch"] = torch.__version__
-    runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None),
-                         # what the target says it exercises (hf targets: layer kinds, MoE layers, window)
-                         "features": next((r["features"] for r in results if r.get("features")), None)}
+    runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
+    features = next((r["features"] for r in results if r.get("features")), None)
+    if features:  # what the target says it exercises (hf targets: layer kinds, MoE layers, window)
+        runtime["target"]["features"] = features
     runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench,
                            "timeout_s": step_timeout or None, "isolated": isolate or mode == "cuda"}
     runtime["duration_s"] = round(time.perf_counter() - started, 3)
