@@ -402,6 +402,7 @@ class Interceptor:
         self.in_handler = True
         try:
             fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+            fired = fired and not (self.emulate and self.residence.reads_host(rule.kind, args))
         finally:
             self.in_handler = False
         self.py_call = (rule or _CALLS[func][0] or _CALLS[func][1]).name
@@ -426,7 +427,8 @@ class Interceptor:
         fired = None
         if rules:
             for rule in rules:
-                if self._condition(rule.when, overload, args, kwargs, rule.dtypes):
+                if self._condition(rule.when, overload, args, kwargs, rule.dtypes) and not (
+                        self.emulate and self.residence.reads_host(rule.kind, args)):
                     fired = rule
                     if self.emulate and not self.py_event and not self.quiet:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)

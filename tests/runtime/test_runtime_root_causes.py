@@ -57,3 +57,8 @@ def test_a_host_tensor_moved_to_the_device_is_a_host_to_device_copy(runs):
 def test_tensors_made_on_the_device_are_not_host_copies(runs):
     runtime = runs("device_ramp")
     assert runtime["sync_events"] == [] and runtime["verdict"] == "pass"
+
+
+def test_a_branch_on_a_host_tensor_is_no_device_read(runs):
+    runtime = runs("host_branch")
+    assert runtime["sync_events"] == [] and runtime["verdict"] == "pass"

@@ -63,7 +63,18 @@ class DeviceRamp(StaticStep):
         return self.out
 
 
+class HostBranch(StaticStep):
+    """VALID: a branch on a host tensor made in the step (as torch.distributions checks its
+    parameters): reading a host value is no device sync."""
+
+    def step(self):
+        threshold = torch.tensor(0.5)
+        if bool((threshold > 0).all()):  # PLANTED: host branch
+            self.out.copy_(self.x * 2)
+        return self.out
+
+
 def make(device, kind: str = "one_value"):
     classes = {"one_value": OneValue, "first_call": FirstCall, "constant_index": ConstantIndex,
-               "host_copy": HostCopy, "device_ramp": DeviceRamp}
+               "host_copy": HostCopy, "device_ramp": DeviceRamp, "host_branch": HostBranch}
     return classes[kind](device)
