@@ -459,19 +459,21 @@ class Interceptor:
         in_keys = set()
         external = []
         tainted_shapes = set()
+        # A lifted tensor is made from Python data in the step (its value is in the op's signature):
+        # no external input, and not held by the trace (it would count as memory kept across steps).
+        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         for pos, t in enumerate(ins):
             key = _storage_key(t)
             if key:
                 in_keys.add(key)
                 if key in rec.tainted:
                     tainted_shapes.add(tuple(t.shape))
-                elif key not in rec.produced:
+                elif key not in rec.produced and not lift:
                     if key not in rec.external:
                         rec.external[key] = t
                     external.append((pos, key))
             self._check_device(rec, t, name, site)
         outs = _tensors(out, [])
-        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         dynamic = fired is not None and fired.kind == "dynamic-shape"
         for t in outs:
             key = _storage_key(t)
