@@ -116,14 +116,21 @@ def causes(row: dict, limit: int = 3) -> str:
     return shown + (f"; +{len(seen) - limit} more" if len(seen) > limit else "")
 
 
-def markdown(rows: list[dict]) -> str:
+def markdown(rows: list[dict], device: str = "CPU emulation") -> str:
+    """The rows as a markdown table; what every row shares (the prefill, sdpa) is left out."""
     from graphlint.runtime.render import describe_features
 
-    lines = ["| architecture | verdict (CPU emulation) | causes at their lines | exercises |",
-             "|---|---|---|---|"]
+    lines = [f"| architecture | verdict ({device}) | causes at their lines | exercises |", "|---|---|---|---|"]
     for row in rows:
-        features = describe_features(row.get("features") or {}).replace("|", "/")
-        lines.append(f"| {row['case']} | {row['verdict']} | {causes(row).replace('|', '/')} | {features} |")
+        features = dict(row.get("features") or {})
+        features.pop("prefill", None)
+        if features.get("attn") == "sdpa":
+            features.pop("attn")
+        features.pop("attn_fallback", None)  # attn=eager says it
+        text = causes(row)
+        text = text if len(text) <= 220 else text[:217] + "..."
+        lines.append(f"| {row['case']} | {row['verdict']} | {text.replace('|', '/')} | "
+                     f"{describe_features(features).replace('|', '/')} |")
     return "\n".join(lines)
 
 
@@ -136,9 +143,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table at the end")
+    parser.add_argument("--table-from", metavar="SUMMARY_JSON", help="only print the table of a summary.json")
     parser.add_argument("--in-process", action="store_true",
                         help="CPU emulation in this process (no worker per case: faster, a crash ends the run)")
     args = parser.parse_args(argv)
+    if args.table_from:
+        with open(args.table_from, encoding="utf-8") as handle:
+            print(markdown(json.load(handle)))
+        return 0
     os.makedirs(args.out, exist_ok=True)
     cases = args.case or (FAST if args.fast else architectures())
     summary = []
@@ -152,7 +164,7 @@ def main(argv: list[str]) -> int:
     with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=1, default=str)
     if args.markdown:
-        print(markdown(summary))
+        print(markdown(summary, "CPU emulation" if (args.device or "cpu") == "cpu" else args.device))
     return 0
 
 

@@ -118,7 +118,7 @@ def run_harness(
     runtime["torch"] = torch.__version__
     runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
     features = next((r["features"] for r in results if r.get("features")), None)
-    if features is not None:  # what the target says it exercises (hf targets: layer kinds, MoE layers, window)
+    if features:  # what the target says it exercises (hf targets: layer kinds, MoE layers, window)
         runtime["target"]["features"] = features
     runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench,
                            "timeout_s": step_timeout or None, "isolated": isolate or mode == "cuda"}

@@ -18,6 +18,9 @@ addresses. So any difference between the traces of step 0 and step k is a replay
 from __future__ import annotations
 
 import difflib
+import linecache
+import os
+import re
 import types
 from typing import Any
 
@@ -54,6 +57,7 @@ FIX = {
 
 
 MAX_SYMPTOM_SITES = 8
+BRANCH_LOOKBACK = 40  # lines searched upwards for the branch a control-flow root sits under
 # How a folded group's root explains its symptoms.
 GROUP_NOTE = {
     "frozen-scalar": "the same Python value reaches the other ops listed",
@@ -148,6 +152,8 @@ def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
                       [base.index, trace.index])
     _fold_first_step(usable, target, found)
     found.fold_groups()
+    for record in found.items.values():
+        _at_branch(record)
     return sorted(found.items.values(), key=lambda h: (h["hazard"], h["path"], h["line"]))
 
 
@@ -180,7 +186,7 @@ def _made_in_step_constant(base: StepTrace, trace: StepTrace, key0: int, key1: i
     t0, t1 = base.external.get(key0), trace.external.get(key1)
     if t0 is None or t1 is None or t0.shape != t1.shape or t0.dtype != t1.dtype or t0.device != t1.device:
         return False
-    made = any(v is t1 for v in trace.lifted.values()) and any(v is t0 for v in base.lifted.values())
+    made = key1 in trace.from_data and key0 in base.from_data
     try:
         return made and bool(torch.equal(t0, t1))
     except RuntimeError:
@@ -247,6 +253,28 @@ def _diverged(base: StepTrace, trace: StepTrace, span0: tuple[int, int], span1: 
     at = trace.ops[span1[0]] if span1[0] < span1[1] else base.ops[span0[0]]
     found.add("control-flow", at[0], at[4], f"the ops differ: {describe(base, span0)}, {describe(trace, span1)}",
               [base.index, trace.index], group=("control-flow", trace.index), order=span1[0])
+
+
+def _at_branch(record: dict) -> None:
+    """A control-flow root is placed at the `if`/`for`/`while` its first differing op sits under
+    (the op's own line kept as `op_line`)."""
+    if record["hazard"] != "control-flow" or not record.get("path") or not record.get("line"):
+        return
+    path = record["path"] if os.path.isabs(record["path"]) else os.path.abspath(record["path"])
+    text = linecache.getline(path, record["line"])
+    indent = len(text) - len(text.lstrip())
+    for line in range(record["line"] - 1, max(record["line"] - BRANCH_LOOKBACK, 0), -1):
+        above = linecache.getline(path, line)
+        stripped = above.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(above) - len(stripped) < indent:
+            if re.match(r"(if|elif|else|for|while)\b", stripped):
+                record["op_line"], record["line"] = record["line"], line
+                return
+            if re.match(r"(def|class|with|try|except|finally|async)\b", stripped):
+                return  # the enclosing block is not a branch: keep the op's line
+            indent = len(above) - len(stripped)  # the op's line continues this statement
 
 
 def _hashable(value):

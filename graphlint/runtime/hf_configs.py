@@ -118,7 +118,9 @@ def small_dims(default, window: int = WINDOW) -> dict[str, Any]:
         elif key == "vocab_size" and _int(value):
             out[key] = VOCAB
         elif key in EXPERT_COUNTS and (_int(value) or value is None):
-            out[key] = min(value or EXPERTS, EXPERTS)  # None: a default the model cannot build (dots1)
+            # Always EXPERTS: fewer (hunyuan's default 1) is no routing at all; None is a default
+            # the model cannot build (dots1).
+            out[key] = EXPERTS
         elif key in SHARED_COUNTS and (_int(value) or (value is None and out.get("n_routed_experts"))):
             out[key] = 1  # None beside routed experts: a default the model multiplies by (dots1)
         elif key in TOP_KS and (_int(value) or value is None):

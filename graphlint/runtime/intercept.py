@@ -57,6 +57,7 @@ class StepTrace:
     produced: dict = field(default_factory=dict)  # storage key -> site of the op that made it
     tainted: set = field(default_factory=set)
     lifted: dict = field(default_factory=dict)  # id -> tensor made from Python data in the step
+    from_data: set = field(default_factory=set)  # storage keys of those tensors (kept after the step)
     retained_bytes: int = 0  # allocated by this step and alive after it
     live_bytes: int = 0  # allocated by this and the earlier traced steps, alive after it
     error: str | None = None
@@ -401,6 +402,7 @@ class Interceptor:
         self.in_handler = True
         try:
             fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+            fired = fired and not (self.emulate and self.residence.reads_host(rule.kind, args))
         finally:
             self.in_handler = False
         self.py_call = (rule or _CALLS[func][0] or _CALLS[func][1]).name
@@ -425,7 +427,8 @@ class Interceptor:
         fired = None
         if rules:
             for rule in rules:
-                if self._condition(rule.when, overload, args, kwargs, rule.dtypes):
+                if self._condition(rule.when, overload, args, kwargs, rule.dtypes) and not (
+                        self.emulate and self.residence.reads_host(rule.kind, args)):
                     fired = rule
                     if self.emulate and not self.py_event and not self.quiet:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)
@@ -456,19 +459,21 @@ class Interceptor:
         in_keys = set()
         external = []
         tainted_shapes = set()
+        # A lifted tensor is made from Python data in the step (its value is in the op's signature):
+        # no external input, and not held by the trace (it would count as memory kept across steps).
+        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         for pos, t in enumerate(ins):
             key = _storage_key(t)
             if key:
                 in_keys.add(key)
                 if key in rec.tainted:
                     tainted_shapes.add(tuple(t.shape))
-                elif key not in rec.produced:
+                elif key not in rec.produced and not lift:
                     if key not in rec.external:
                         rec.external[key] = t
                     external.append((pos, key))
             self._check_device(rec, t, name, site)
         outs = _tensors(out, [])
-        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         dynamic = fired is not None and fired.kind == "dynamic-shape"
         for t in outs:
             key = _storage_key(t)
@@ -492,6 +497,7 @@ class Interceptor:
         if lift:
             for t in outs:
                 rec.lifted[id(t)] = t
+            rec.from_data.update(k for k in map(_storage_key, ins + outs) if k)
             sig += (_lifted_value(ins[0]),) if ins else ()
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
         rec.ops.append((name, sig, shapes, tuple(external), site))

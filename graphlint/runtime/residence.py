@@ -4,17 +4,23 @@ Host tensors are those the step makes with a factory given no device (`torch.ara
 outputs of ops whose tensor inputs are all host tensors; every other tensor (parameters, buffers, the
 target's own tensors, tensors made with a device, outputs of ops on them) would be on the device.
 A host tensor moved onto the device inside the step (`inv_freq.to(x.device)`) is the host-to-device
-copy that the CUDA run reports (sync debug mode) and that fails capture.
+copy that the CUDA run reports (sync debug mode) and that fails capture; reading a host tensor's
+value (`bool(t)`, `.item()`) is no device read.
 """
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import torch
 
-# Factories that make a tensor on the default device (the host) unless given a device.
+# Factories that make a tensor on the default device (the host) unless given a device
+# (torch.tensor of Python data: torch.distributions' parameters, for one).
 FACTORIES = frozenset({torch.arange, torch.zeros, torch.ones, torch.empty, torch.full, torch.rand, torch.randn,
-                       torch.randint, torch.linspace, torch.logspace, torch.eye, torch.range})
+                       torch.randint, torch.linspace, torch.logspace, torch.eye, torch.range, torch.tensor,
+                       torch.as_tensor, torch.scalar_tensor})
+# Event kinds that are a device-to-host read: none when the tensor read is a host tensor.
+HOST_READS = frozenset({"host-read", "d2h-copy"})
 MOVES = frozenset({torch.Tensor.to, torch.Tensor.cuda})
 WATCHED = FACTORIES | MOVES
 REASON = ("a host tensor (made in the step without a device) is copied to the device inside the step: a "
@@ -46,21 +52,35 @@ def _moves_to_device(func, args, kwargs) -> bool:
 
 
 class Residence:
-    """Host tensors of the step in progress, by storage."""
+    """Host tensors of the step in progress, by storage address, each held by a weak reference: on
+    the CPU a freed host tensor's address is soon a device tensor's, so a dead entry says nothing."""
 
     def __init__(self) -> None:
-        self.host: set[int] = set()
+        self.host: dict[int, weakref.ref] = {}
 
     def clear(self) -> None:
         self.host.clear()
 
+    def _mark(self, t: torch.Tensor) -> None:
+        key = storage_key(t)
+        if key:
+            self.host[key] = weakref.ref(t)
+
     def is_host(self, t: Any) -> bool:
-        return isinstance(t, torch.Tensor) and storage_key(t) in self.host
+        if not isinstance(t, torch.Tensor):
+            return False
+        ref = self.host.get(storage_key(t))
+        return ref is not None and ref() is not None
+
+    def reads_host(self, kind: str, args) -> bool:
+        """A read of a host tensor's value (`bool(host_t)`): no device sync on CUDA."""
+        return kind in HOST_READS and bool(self.host) and bool(args) and self.is_host(args[0])
 
     def propagate(self, ins: list, outs: list) -> None:
         """Outputs of an op whose tensor inputs are all host tensors are host tensors."""
-        if ins and all(storage_key(t) in self.host for t in ins):
-            self.host.update(k for k in map(storage_key, outs) if k)
+        if ins and all(self.is_host(t) for t in ins):
+            for t in outs:
+                self._mark(t)
 
     def call(self, func, args, kwargs, proceed: Callable[[], Any], emit: Callable[[str, str, str], Any]):
         """A watched call: a factory without a device makes host tensors; a move of a host tensor
@@ -68,13 +88,13 @@ class Residence:
         if func in FACTORIES:
             out = proceed()
             if kwargs.get("device") is None and isinstance(out, torch.Tensor):
-                self.host.add(storage_key(out))
+                self._mark(out)
             return out
         source = args[0] if args else None
         if self.is_host(source) and _moves_to_device(func, args, kwargs):
             emit("h2d-copy", "Tensor.to" if func is torch.Tensor.to else "Tensor.cuda", REASON)
             out = proceed()
             if isinstance(out, torch.Tensor):
-                self.host.discard(storage_key(out))  # the copy lives on the device
+                self.host.pop(storage_key(out), None)  # the copy lives on the device
             return out
         return proceed()
