@@ -465,6 +465,7 @@ class ScalarWriteToDevice(Rule):
         # A literal into a slice is fill_ (litgpt's top-p mask, its sliding-window mask).
         "def f(remove: torch.Tensor):\n    remove[-1:] = 0\n",
         "def f(mask: torch.Tensor, i: int, start: int):\n    mask[i, start : i + 1] = float('-inf')\n",
+        "def f(is_vision: torch.Tensor):\n    is_vision[..., 0] = False\n",
         # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
         "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
         "    for seq_id, processor in enumerate(processors):\n"
@@ -489,7 +490,10 @@ class ScalarWriteToDevice(Rule):
             indices = [e.slice for e in sub.slice]
             if any(isinstance(i, cst.Index) and ctx.value(i.value).is_bool for i in indices):
                 continue  # through a mask a scalar is masked_fill_
-            element_write = all(isinstance(i, cst.Index) and ctx.value(i.value).kind == "host" for i in indices)
+            # One element: every index a host integer (`...` or `None` keep whole dimensions).
+            element_write = all(isinstance(i, cst.Index) and not isinstance(i.value, cst.Ellipsis)
+                                and not (isinstance(i.value, cst.Name) and i.value.value == "None")
+                                and ctx.value(i.value).kind == "host" for i in indices)
             # An unknown value is reported only for a single-element write (buf[b, 0] = token),
             # where a tensor value would be unusual; slices take tensors (cache[:, s] = kv). A
             # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
