@@ -157,10 +157,10 @@ CONFIG_NAMES = ("graphlint.toml", "pyproject.toml")  # in one folder, graphlint.
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from graphlint.analysis.source import read_source
+    from graphlint.report import read_regular
 
     try:
-        text = read_source(path, MAX_CONFIG_BYTES).decode("utf-8")
+        text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
     except UnicodeDecodeError as error:

@@ -27,21 +27,6 @@ def load_config(config_file: str | None) -> Config:
         fail(str(error))
 
 
-def stdin_source(max_bytes: int) -> str:
-    """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
-    exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
-    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
-
-    try:
-        return decode(read_stream(sys.stdin.buffer, max_bytes))
-    except TooLarge:
-        fail(f"stdin: larger than max-file-size ({max_bytes:,} bytes): not read")
-    except SourceError as error:
-        fail(f"stdin: not Python source: {error}")
-    except OSError as error:
-        fail(f"stdin: cannot read: {error.strerror or error}")
-
-
 def split_list(values: Sequence[str]) -> tuple[str, ...]:
     """Repeated and comma-separated option values (`--select GL1,GL2 --select GL3`) as one tuple."""
     return tuple(item.strip() for value in values for item in value.split(",") if item.strip())

@@ -13,7 +13,7 @@ from graphlint import __version__
 from graphlint.commands.options import COLOR, FORMATS, exit_code, selection_in_force
 from graphlint.commands.static import apply_baseline, static_check
 from graphlint.exits import fail, load_config, split_list
-from graphlint.exits import stdin_source as stdin_source_text
+from graphlint.views.output import stdin_source as stdin_source_text
 from graphlint.report import Report
 from graphlint.views.output import render_report
 

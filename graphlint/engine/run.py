@@ -104,7 +104,8 @@ def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequen
     project = project_paths(config)
     if not project or not paths:
         return check(paths or project, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress)
-    named = collect_tasks(paths, config, force_exclude=force_exclude)
+    problems: list[str] = []  # what the walk of the named paths could not read: reported, as check does
+    named = collect_tasks(paths, config, problems, force_exclude=force_exclude)
     project_tasks = collect_tasks(project, config)
     members = {rel for rel, _ in project_tasks}
     alone = [full for rel, full in named if rel not in members]
@@ -115,7 +116,10 @@ def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequen
                            progress=progress, report_only=together))
     if alone:
         parts.append(check(alone, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress))
-    return _combined(parts)
+    result = _combined(parts)
+    if problems:
+        result.extra["skipped"] = list(dict.fromkeys([*result.extra.get("skipped", []), *problems]))
+    return result
 
 
 def _combined(parts: list[StaticResult]) -> StaticResult:
