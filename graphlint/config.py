@@ -18,9 +18,9 @@ from typing import Any
 # Per-file limits of the static check (bytes, seconds); a file beyond one is reported (GL903).
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
 DEFAULT_FILE_TIMEOUT = 120.0
-# The address space of each worker process (MiB). A worker uses about 700 MiB of it before any
-# file (most of it the reserved analysis stack); the largest files within max-file-size take
-# under 2 GiB more. Two workers at the limit fit in a 24 GB machine with room to spare.
+# How much each worker process's address space may grow beyond what it inherited (MiB): its
+# analysis stack reserves 512 MiB of it, and the largest files within max-file-size take under
+# 2 GiB more. Two workers at the limit fit in a 24 GB machine with room to spare.
 DEFAULT_WORKER_MEMORY = 4096
 # A config file is a few KB; one past this is not read.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024

@@ -176,10 +176,24 @@ def _out_of_memory(value: dict[str, Any]) -> bool:
     return (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY
 
 
+def _address_space() -> int:
+    """This process's address space now (bytes; Linux), 0 where it cannot be read."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def limit_memory(megabytes: int) -> None:
-    """Cap this process's address space at `megabytes` MiB (0: no cap): past it, an allocation
-    fails (MemoryError, or an abort in the parser's native code) instead of the machine's
-    memory running out. The hard limit is left as it is; one already lower is kept."""
+    """Let this process's address space grow by at most `megabytes` MiB from what it has now
+    (0: no cap): past it, an allocation fails (MemoryError, or an abort in the parser's native
+    code) instead of the machine's memory running out. Counted from what the worker inherited
+    at fork, so a run inside a process that imported torch (the pytest plugin) has the same
+    room. The hard limit is left as it is; one already lower is kept."""
     if not megabytes:
         return
     try:
@@ -187,7 +201,7 @@ def limit_memory(megabytes: int) -> None:
     except ImportError:  # Windows: no rlimits
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = megabytes * 1024 * 1024
+    wanted = _address_space() + megabytes * 1024 * 1024
     if soft != resource.RLIM_INFINITY and soft <= wanted:
         return
     if hard != resource.RLIM_INFINITY:
