@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from graphlint import __version__
+from graphlint.callgraph.recorded import REASON_PREFIX
 from graphlint.analysis.source import split_lines
 from graphlint.config import Config
 from graphlint.engine import Cache, collect_tasks, finalize
@@ -63,10 +64,11 @@ class AuditRow:
     reached_via: tuple[str, ...]
     reason: str = ""  # why the function is in its region (the root's capture site, forward, config)
     errors: int = 0  # how many of its findings are errors (the rest are warnings)
+    recorded: bool = False  # a root from the region file: the step ran it (graphlint.callgraph.recorded)
 
     def to_dict(self) -> dict[str, Any]:
         return {"function": self.function, "path": self.path, "line": self.line, "region": self.region,
-                "region_reason": self.reason, "class": self.cls, "classes": self.classes, "findings": self.findings,
+                "region_reason": self.reason, "from_region_file": self.recorded, "class": self.cls, "classes": self.classes, "findings": self.findings,
                 "reached_via": list(self.reached_via)}
 
 
@@ -154,6 +156,11 @@ def _source(root: Path, path: str) -> str:
         return ""
 
 
+def is_recorded_root(placement) -> bool:
+    """A function the region file names (a root with its reason), not one reached from it."""
+    return placement.reason.startswith(REASON_PREFIX) and len(placement.reached_via) <= 1
+
+
 def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         cache_dir: Path | None = None, fail_on: str = "error") -> AuditResult:
     """Analyse the project as `check` does (graphlint.engine.pipeline), then classify every
@@ -200,7 +207,8 @@ def run(paths: Sequence[str | Path], config: Config, jobs: int | None = None,
         else:
             cls = classes[0] if classes else CAPTURABLE
         result.rows.append(AuditRow(names.get(key, qualname), path, line, placement.region, cls, classes, rules,
-                                    placement.reached_via, placement.reason, errors.get(key, 0)))
-    # Every root of the run: configured entry points, markers, capture sites and fallbacks.
+                                    placement.reached_via, placement.reason, errors.get(key, 0),
+                                    recorded=is_recorded_root(placement)))  # region file
+    # Every root of the run: configured entry points, markers, capture sites, the region file, fallbacks.
     result.entry_points = [names.get(key, key[1]) for key in graph.entries]
     return result

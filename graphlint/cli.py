@@ -19,6 +19,7 @@ from graphlint.commands.check import check
 from graphlint.commands.gate import gate
 from graphlint.commands.options import COLOR, FORMATS, exit_code  # noqa: F401 - the public names of before
 from graphlint.commands.rules import explain, list_rules
+from graphlint.commands.server import server_command
 from graphlint.config import ConfigError
 from graphlint.exits import EXIT_ERROR, EXIT_OK, fail
 from graphlint.views.output import silence_stdout
@@ -76,7 +77,7 @@ def main() -> None:
     """Find every reason a PyTorch decode step cannot be captured in a CUDA graph."""
 
 
-for _command in (check, baseline_group, gate, list_rules, explain, clean, audit_command):
+for _command in (check, baseline_group, gate, list_rules, explain, clean, audit_command, server_command):
     main.add_command(_command)
 
 

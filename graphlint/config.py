@@ -18,9 +18,9 @@ from typing import Any
 # Per-file limits of the static check (bytes, seconds); a file beyond one is reported (GL903).
 DEFAULT_MAX_FILE_SIZE = 1024 * 1024
 DEFAULT_FILE_TIMEOUT = 120.0
-# How much each worker process's address space may grow beyond what it inherited (MiB): its
-# analysis stack reserves 512 MiB of it, and the largest files within max-file-size take under
-# 2 GiB more. Two workers at the limit fit in a 24 GB machine with room to spare.
+# The address space of each worker process (MiB). A worker uses about 700 MiB of it before any
+# file (most of it the reserved analysis stack); the largest files within max-file-size take
+# under 2 GiB more. Two workers at the limit fit in a 24 GB machine with room to spare.
 DEFAULT_WORKER_MEMORY = 4096
 # A config file is a few KB; one past this is not read.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
@@ -53,6 +53,8 @@ class Config:
     max_file_size: int = DEFAULT_MAX_FILE_SIZE  # 0: no limit
     file_timeout: float = DEFAULT_FILE_TIMEOUT  # 0: no limit
     worker_memory: int = DEFAULT_WORKER_MEMORY  # MiB per worker process; 0: no limit
+    # Functions a real run executed (graphlint.callgraph.recorded); None: .graphlint/regions.json if present.
+    region_file: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +152,7 @@ _KEYS = {
     "file-timeout": ("file_timeout", _range_text("a number of seconds", 0.001, 86_400), _in_range(0.001, 86_400)),
     "worker-memory": ("worker_memory", _range_text("a number of MiB (an integer)", 256, 1 << 20),
                       _in_range(256, 1 << 20, integer=True)),
+    "region-file": ("region_file", "a path to a region file (graphlint runtime --record-regions)", _string),
 }
 
 
@@ -157,10 +160,10 @@ CONFIG_NAMES = ("graphlint.toml", "pyproject.toml")  # in one folder, graphlint.
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from graphlint.report import read_regular
+    from graphlint.reading import read_source
 
     try:
-        text = read_regular(path, MAX_CONFIG_BYTES).decode("utf-8")
+        text = read_source(path, MAX_CONFIG_BYTES).decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot read config file: {error.strerror or error}") from None
     except UnicodeDecodeError as error:

@@ -136,6 +136,12 @@ class _Runner:
         import graphlint
         from graphlint.report import Report
         from graphlint.runtime.harness import run_harness
+
+        try:  # without torch: the install hint, as the command line gives it
+            import torch  # noqa: F401
+        except ImportError as error:
+            pytest.fail(f"graphlint_runtime needs torch ({error}); install it with pip install "
+                        "'graphlint-cuda[runtime]'", pytrace=False)
         from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
         config = self.request.config

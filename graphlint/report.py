@@ -67,6 +67,8 @@ class StaticResult:
     # How the run went (files analysed, cache hits, seconds): differs between runs of the same
     # tree, so it is never written into the report; the report depends only on code and config.
     stats: dict[str, Any] = field(default_factory=dict, compare=False)
+    # (path, qualname) -> the Placement each function got (not written; the cross-check reads it).
+    regions: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def counts(self) -> dict[str, int]:
         counts: dict[str, int] = {}
@@ -74,6 +76,20 @@ class StaticResult:
             if not finding.suppressed:
                 counts[finding.rule] = counts.get(finding.rule, 0) + 1
         return dict(sorted(counts.items()))
+
+    def third_party(self) -> list[Finding]:
+        """Findings in the third-party code a runtime step ran (`extra["third_party"]`, written by
+        `runtime --lint`): reported apart, gating only when its `gates` says so."""
+        section = self.extra.get("third_party")
+        if not isinstance(section, dict):
+            return []
+        return [Finding.from_dict(f) for f in section.get("findings") or [] if isinstance(f, dict)]
+
+    def gated_findings(self) -> list[Finding]:
+        """What the verdict counts: the project's findings, and the third-party ones when asked."""
+        section = self.extra.get("third_party")
+        gates = isinstance(section, dict) and bool(section.get("gates"))
+        return self.findings + self.third_party() if gates else self.findings
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -104,7 +120,7 @@ class Report:
     def summary(self) -> dict[str, Any]:
         errors = warnings = suppressed = 0
         if self.static is not None:
-            for finding in self.static.findings:
+            for finding in self.static.gated_findings():
                 if finding.suppressed:
                     suppressed += 1
                 elif finding.severity == "error":

@@ -43,10 +43,21 @@ class Escapes:
             if isinstance(star, cst.Param):
                 self._params.add(star.name.value)
         self._globals: set[str] = set()
+        self._lazy = False  # inside a block that creates state only when it is missing
         self._locals: set[str] = set()  # names the function binds itself (objects it owns) ...
+        if function.name.value == "__init__" and ctx.parents and self._first_param(function) == "self":
+            # A constructor builds a new object: what it keeps on `self` goes where the caller
+            # puts the object, as with a local the function builds.
+            self._params.discard("self")
+            self._locals.add("self")
         self._borrowed: set[str] = set()  # ... unless bound to state it reaches (`cache = self.cache`)
         if self._allocations:
             self._block(function.body, {})
+
+    @staticmethod
+    def _first_param(function: cst.FunctionDef) -> str | None:
+        params = [*function.params.posonly_params, *function.params.params]
+        return params[0].name.value if params else None
 
     def fate(self, call: cst.Call) -> str | None:
         return self._fates.get(id(call))
@@ -79,16 +90,19 @@ class Escapes:
             return self.carriers(node.elt, env)
         if isinstance(node, cst.DictComp):
             return self.carriers(node.value, env)
-        if isinstance(node, (cst.NamedExpr, cst.Await, cst.StarredElement)):
+        if isinstance(node, (cst.NamedExpr, cst.StarredElement)):
             return self.carriers(node.value, env)
+        if isinstance(node, cst.Await):
+            return self.carriers(node.expression, env)
         return frozenset()
 
     def _gathers(self, node: cst.Subscript) -> bool:
-        """Advanced indexing of a tensor (a device or host tensor, or a list, as an index)."""
+        """Advanced indexing of a tensor (a tensor, a list or a value of unknown kind as an index)."""
         for element in node.slice:
             index = element.slice
-            if isinstance(index, cst.Index) and (isinstance(index.value, cst.List)
-                                                 or self._ctx.value(index.value).kind in ("device", "host_tensor")):
+            # Anything but a Python int (or a slice) may be a tensor: reading through it copies.
+            if isinstance(index, cst.Index) and not isinstance(index.value, (cst.Integer, cst.Ellipsis)) \
+                    and self._ctx.value(index.value).kind not in ("host", "none"):
                 return True
         return False
 
@@ -127,7 +141,11 @@ class Escapes:
             return env
         if isinstance(node, cst.If):
             self._scan_calls(node.test, env)
+            lazy = self._lazy
+            if _reinitialises(node):
+                self._lazy = True  # `if self.state is None or ...: self.state = zeros(...)`: once per shape
             taken = self._block(node.body, dict(env))
+            self._lazy = lazy
             other = self._statement(node.orelse, dict(env)) if node.orelse is not None else env
             return _join(taken, other)
         if isinstance(node, cst.Else):
@@ -196,7 +214,8 @@ class Escapes:
             self._mark(self.carriers(node.value, env), RETURNED)
             return env
         if isinstance(node, cst.Expr) and isinstance(node.value, (cst.Yield, cst.Await)):
-            value = node.value.value
+            # `yield x` holds its value in `.value`, `await f(x)` its awaited call in `.expression`.
+            value = node.value.value if isinstance(node.value, cst.Yield) else node.value.expression
             self._scan_calls(value, env)
             if isinstance(node.value, cst.Yield) and not isinstance(value, cst.From):
                 self._mark(self.carriers(value, env), RETURNED)
@@ -275,6 +294,8 @@ class Escapes:
         if owner is not None and self._owned(owner):
             env[owner] = env.get(owner, frozenset()) | held  # a local object the function owns
             return
+        if self._lazy and owner == "self":
+            return  # state made when missing (or of another shape): the warm-up makes it, not each step
         what = dotted(target) or dotted(root) or "an object the step does not own"
         self._mark(held, STORED, f"`{what}`")
 
@@ -319,6 +340,26 @@ class Escapes:
                 self._fates[allocation] = fate
                 if where:
                     self.where[allocation] = where
+
+
+def _reinitialises(node: cst.If) -> bool:
+    """An `if` whose test asks whether `self.<x>` is missing (`self.x is None`, as one term of
+    an `or` too) and whose block assigns `self.<x>`: state made once (or again for a new
+    shape), as the lazy initialisation of analysis/capture_sites, with more shapes of test."""
+    missing = set()
+    for test in [node.test, *iter_code(node.test)]:
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
+                and isinstance(test.comparisons[0].operator, cst.Is) \
+                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
+            name = dotted(test.left)
+            if name is not None and name.startswith("self."):
+                missing.add(name)
+    if not missing:
+        return False
+    for assign in iter_code(node.body, skip=(cst.FunctionDef, cst.ClassDef)):
+        if isinstance(assign, cst.Assign) and any(dotted(t.target) in missing for t in assign.targets):
+            return True
+    return False
 
 
 def _tensor_index(node: cst.Subscript) -> bool:

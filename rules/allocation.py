@@ -85,10 +85,19 @@ class PerStepAllocation(Rule):
         "    pixels *= mask\n    return pixels\n",
         "def f(out: dict, table_idx: torch.Tensor):\n    table = torch.zeros(21, 37, device=table_idx.device)\n"
         "    out['mask'] = table[table_idx]\n    return out\n",
+        # Awaited and yielded values (an async engine loop) are read like any other.
+        "async def step(x: torch.Tensor, fetch):\n    y = await fetch(x)\n    await fetch(torch.zeros_like(y))\n    return y\n",
         # An object the step builds (attention metadata made per step): its constructor's tensors
         # live one step.
         "class Seqlen:\n    def __init__(self, input_lengths: torch.Tensor):\n"
         "        self.cu_seqlen_q = torch.arange(input_lengths.shape[0] + 1, device=input_lengths.device)\n",
+        # State made when it is missing or of another batch size (recurrent-gemma's conv state):
+        # the warm-up makes it, a replay never runs the branch.
+        "class Block(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+        "        if self.state is None or self.state.shape[0] != x.shape[0]:\n"
+        "            self.state = torch.zeros(x.shape[0], 4, device=x.device)\n"
+        "            self.other = torch.zeros(x.shape[0], 2, device=x.device)\n"
+        "        self.state.add_(x[:, :4])\n        return x\n",
         # Copied into a static cache in place: the data outlives the step, the tensor does not.
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
@@ -143,11 +152,6 @@ class PerStepAllocation(Rule):
         if escapes is None and function is not None:
             escapes = self._escapes = Escapes(function, ctx, lambda call: self._allocation(call, ctx) is not None)
         fate = escapes.fate(node) if escapes is not None else None
-        where = escapes.where.get(id(node), "") if escapes is not None else ""
-        if fate == STORED and function is not None and function.name.value == "__init__" and where.startswith("`self"):
-            # A constructor reached from the step builds its object in the step (a per-step
-            # metadata object): what it keeps lives as long as that object, one step.
-            fate = None
         if fate == STORED:
             where = escapes.where.get(id(node), "state that outlives the step")
             ctx.report(self, node, message=f"{op} allocates a tensor kept in {where}: it outlives the step, "

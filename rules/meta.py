@@ -166,4 +166,29 @@ class FileNotAnalysed(Rule):
     INVALID = ["def step(x: torch.Tensor):\n    return x\n" + "y = 0\n" * 180_000]
 
 
-RULES = [ParseError, UnknownSuppression, UnusedSuppression, FileNotAnalysed]
+class StaleRegionFile(Rule):
+    """Flags a region file (`graphlint runtime --record-regions`) whose recorded functions no
+    longer match the code: a function it names is gone, or its source changed since the run.
+    Reported once per region file, naming the stale entries.
+
+    ## Why it breaks a CUDA graph
+    It does not, by itself: but the captured region the static check reads from the file was
+    learned from code that has since changed, so a renamed or new function the step now runs
+    may be checked as if it were outside the graph. The entries that still match count as captured.
+
+    ## Example
+        # .graphlint/regions.json recorded `Attention.forward`; the method was renamed `attend`
+
+    ## Use instead
+    Record the file again on the target: `graphlint runtime TARGET --record-regions`, and commit
+    it with the change (CI can do it on a machine that runs the target).
+    """
+
+    code = "GL904"
+    name = "stale-region-file"
+    severity = "warning"
+    message = "region file is stale"
+    fix = "record it again: graphlint runtime TARGET --record-regions"
+
+
+RULES = [ParseError, UnknownSuppression, UnusedSuppression, FileNotAnalysed, StaleRegionFile]

@@ -76,3 +76,27 @@ def test_the_opt_in_rule_is_off_by_default_and_says_so():
     assert not rule.default_enabled
     assert "off by default" in rule.summary()  # what `graphlint rules` shows
     assert BY_CODE["GL401"].default_enabled
+
+
+def test_a_constructor_called_in_the_step_keeps_its_tensors_on_the_new_object(tmp_path):
+    """`self` of an `__init__` is the object being built: the step drops it here (GL405), a
+    method that keeps a tensor on an existing object is GL401."""
+    (tmp_path / "model.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Scratch:
+            def __init__(self, n: int, device):
+                self.h = torch.zeros(n, device=device)
+
+            def keep(self, x: torch.Tensor):
+                self.last = x.clone()
+
+        class Model(nn.Module):
+            def forward(self, x: torch.Tensor):
+                scratch = Scratch(x.shape[0], x.device)
+                scratch.keep(x)
+                return x + scratch.h
+        """))
+    findings = check([tmp_path], normalise_config(Config(root=tmp_path, select=("GL4",))), jobs=1).findings
+    assert sorted((f.rule, f.function) for f in findings) == [("GL401", "Scratch.keep"), ("GL405", "Scratch.__init__")]

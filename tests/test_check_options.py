@@ -173,3 +173,29 @@ def test_watch_checks_again_after_a_change_until_interrupted(tmp_path, backend):
         rc = proc.wait(timeout=30)
         reader.join(timeout=5)
     assert rc == 130, "".join(lines)  # interrupted, as a shell reports it
+
+
+@pytest.mark.parametrize("backend", ["watchfiles", "polling"])
+def test_a_change_saved_while_the_check_runs_is_not_missed(tmp_path, backend):
+    import threading
+
+    from graphlint.commands import watch
+
+    (tmp_path / "step.py").write_text(STEP)
+    roots = [tmp_path]
+    since = watch._snapshot(roots)  # taken before the check
+    time.sleep(0.05)
+    (tmp_path / "step.py").write_text(CLEAN)  # saved while it runs, before any watcher exists
+    stop = threading.Event()
+    if backend == "watchfiles":
+        batches = watch._watchfiles_changes(pytest.importorskip("watchfiles"), roots, stop, since)
+    else:
+        batches = watch.polling_changes(roots, stop, since, interval=0.05)
+    timer = threading.Timer(20, stop.set)  # bounded: a missed change ends the wait, and the test fails
+    timer.start()
+    try:
+        changed = next(batches, set())
+    finally:
+        timer.cancel()
+        batches.close()
+    assert changed == {str(tmp_path / "step.py")}

@@ -10,7 +10,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stages from the bottom up. A module's stage is the first prefix that matches its dotted name.
 STAGES = [
-    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.exits"]),
+    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.exits", "graphlint.reading",
+              "graphlint.terminal"]),
     ("discovery", ["graphlint.discovery"]),
     ("analysis", ["graphlint.analysis"]),
     ("rules", ["graphlint.rules"]),

@@ -108,3 +108,20 @@ def test_explain_runtime_lists_the_runtime_kinds():
     kinds = pytest.importorskip("graphlint.runtime.kinds")
     names = list(kinds.KINDS)
     assert names and all(name in result.output for name in names)
+
+
+def test_missing_pygls_gives_the_server_install_hint():
+    block = "import sys; sys.modules['pygls'] = None; from graphlint.cli import main; main()"
+    result = subprocess.run([sys.executable, "-c", block, "server"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120, stdin=subprocess.DEVNULL)
+    assert result.returncode == 2 and "pip install 'graphlint-cuda[server]'" in result.stderr, result.stderr
+
+
+def test_missing_torch_gives_the_install_hint_in_the_pytest_plugin(tmp_path):
+    (tmp_path / "conftest.py").write_text("import sys\nsys.modules['torch'] = None  # as an install without torch\n")
+    (tmp_path / "test_step.py").write_text("def test_step(graphlint_runtime):\n"
+                                           "    graphlint_runtime('mypkg.decode:make_step')\n")
+    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_step.py"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert result.returncode == 1, result.stdout
+    assert "pip install 'graphlint-cuda[runtime]'" in result.stdout and "ModuleNotFoundError" not in result.stdout

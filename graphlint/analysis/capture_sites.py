@@ -262,6 +262,9 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
             short = name.rsplit(".", 1)[-1].lower()
             if any(word in short for word in _INIT_WORDS) or _assigned(body, name):
                 return LAZY_INIT, False
+        if name is not None and "." not in name and any(word in name.lower() for word in _INIT_WORDS):
+            # `was_initialized = cache.is_initialized; if not was_initialized: cache.lazy_init(...)`
+            return LAZY_INIT, False
         if isinstance(inner, cst.Call) and dotted(inner.func) == "hasattr" and len(inner.args) == 2:
             return LAZY_INIT, False
     if (isinstance(test, cst.Comparison) and len(test.comparisons) == 1

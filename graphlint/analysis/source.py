@@ -5,13 +5,9 @@ input the parser cannot survive never reaches it.
 """
 from __future__ import annotations
 
-import functools
 import io
-import os
 import re
-import stat
 import tokenize
-from typing import BinaryIO
 
 # CPython's tokenizer rejects deeper bracket nesting ("too many nested parentheses", MAXLEVEL).
 MAX_BRACKET_DEPTH = 200
@@ -23,57 +19,11 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 _OPENING = frozenset("([{")
 
 
+from graphlint.reading import NotSource, TooLarge, read_source, read_stream  # noqa: F401 - read here, decoded below
+
+
 class SourceError(ValueError):
     """The bytes are not Python source in any encoding Python would accept."""
-
-
-class NotSource(OSError):
-    """A path that is not a regular file on a real file system (a FIFO, a device, a folder, a
-    file of /proc or /sys), or one larger than the limit: refused, never read in full."""
-
-
-class TooLarge(NotSource):
-    """A file longer than the byte limit it was read with."""
-
-
-def read_source(path: str | os.PathLike[str], max_bytes: int = 0, prefix: bool = False) -> bytes:
-    """The bytes of a regular file, checked after it is opened (what was stat'ed at discovery
-    may have been replaced since, by a link to /dev/zero or a FIFO): anything else raises
-    NotSource before a byte is read. With `max_bytes` (0: none), a longer file raises NotSource,
-    or with `prefix` its first `max_bytes` bytes are returned."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotSource(f"{os.fsdecode(path)}: {_kind(info.st_mode)}, not a regular file: not read")
-        if info.st_dev in _pseudo_devices():
-            raise NotSource(f"{os.fsdecode(path)}: a file of /proc or /sys, not a source file: not read")
-        os.set_blocking(fd, True)
-        return _read_limited(handle, path, max_bytes, prefix)
-
-
-@functools.lru_cache(maxsize=1)
-def _pseudo_devices() -> frozenset[int]:
-    # /proc/self/environ and /sys files stat as regular files: they are told by their device.
-    devices = set()
-    for folder in ("/proc", "/sys"):
-        try:
-            devices.add(os.stat(folder).st_dev)
-        except OSError:
-            pass
-    return frozenset(devices)
-
-
-def _read_limited(handle: BinaryIO, path: str | os.PathLike[str], max_bytes: int, prefix: bool) -> bytes:
-    data = handle.read(max_bytes + (0 if prefix else 1) if max_bytes else -1)
-    if max_bytes and len(data) > max_bytes:
-        raise TooLarge(f"{os.fsdecode(path)}: larger than {max_bytes:,} bytes: not read")
-    return data
-
-
-def read_stream(stream: BinaryIO, max_bytes: int, name: str = "stdin") -> bytes:
-    """All of `stream` (stdin), refused with NotSource past `max_bytes` (0: no limit)."""
-    return _read_limited(stream, name, max_bytes, False)
 
 
 def encoded_as_declared(text: str) -> bytes:
@@ -84,14 +34,6 @@ def encoded_as_declared(text: str) -> bytes:
         return text.encode("utf-8" if encoding == "utf-8-sig" else encoding)
     except (SyntaxError, LookupError, UnicodeEncodeError):
         return text.encode("utf-8", "surrogatepass")
-
-
-def _kind(mode: int) -> str:
-    for test, kind in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def decode(data: bytes) -> str:

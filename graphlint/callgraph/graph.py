@@ -9,10 +9,13 @@ or replay a graph are orchestration (`host`). From the roots the graph follows p
 imports, `self.method()`, submodules assigned in `__init__` and called (`self.attn(x)` reaches
 `Attention.forward`), module lists iterated (`for layer in islice(self.layers, a, b)`), every
 override of a method called on a base class, `super().forward`, and functions passed as
-arguments. Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are
-evaluated lazily by graphlint.callgraph.values. A call whose target cannot be determined is
-listed in `unresolved` with the reason, never guessed; calls into libraries (torch, the standard
-library) are not listed. Regions: roots and their callees are `captured`; an `eager` function
+arguments; a step handed to the capturing function as a parameter is what its callers pass.
+Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated
+lazily by graphlint.callgraph.values. A method called on a receiver of unknown type reaches the
+few linted methods of that name as candidates (the chain says so); any other call whose target
+cannot be determined is listed in `unresolved` with the reason, and a capture site whose region
+meets one is `incomplete` (GL905); calls into libraries (torch, the standard library) are not
+listed. Regions: roots and their callees are `captured`; an `eager` function
 and what only it reaches are `eager`; a `host` function is `host` and is not followed; the rest
 is `unreached`. Every placement carries the reason for it.
 """
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
+from graphlint.callgraph import recorded
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -264,19 +268,36 @@ def _submodule_classes(project: Project) -> set[tuple[str, str]]:
     return held
 
 
-def _forward_roots(project: Project) -> list[tuple[tuple, str]]:
+def _import_closure(project: Project, paths: set[str]) -> set[str]:
+    """The linted files `paths` import, directly or not (themselves included)."""
+    seen: set[str] = set()
+    stack = list(paths)
+    while stack:
+        path = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        stack.extend(project.imported_files(path) - seen)
+    return seen
+
+
+def _forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tuple[tuple, str]]:
     """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
     submodule (an LM head or a sampler held by the model and called outside its forward is not
-    per-step unless a forward reaches it)."""
+    per-step unless a forward reaches it). Modules in `covered` files (what the files holding a
+    resolved capture site import) are left to the capture sites."""
     roots = []
     held: set[tuple[str, str]] | None = None
     for cls, info in project.classes.items():
+        if cls[0] in covered:
+            continue
         key = (cls[0], f"{cls[1]}.forward")
         if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
             if held is None:
                 held = _submodule_classes(project)
             if cls not in held:
-                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} (no resolved capture site)"))
+                why = "no capture site imports its file" if covered else "no resolved capture site"
+                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
     return roots
 
 
@@ -300,12 +321,21 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     unresolved: dict[tuple, dict] = {}
     site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
     has_sites = bool(sites)
-    fallback = _forward_roots(project) if (blind or not has_sites) else []
-    roots = entries + site_roots + fallback
+    if blind or not has_sites:
+        fallback = _forward_roots(project)
+    else:
+        # A capture site speaks for the code its file can reach, not for a whole tree of
+        # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
+        covered = _import_closure(project, {key[0] for key, *_ in sites})
+        fallback = _forward_roots(project, covered)
+    # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
+    learned = recorded.roots(project, config)
+    roots = entries + learned + site_roots + fallback
+    # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
-    nothing_found = not site_roots and not fallback and not orchestration
+    nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     region: dict[tuple[str, str], str] = {}
     reasons: dict[tuple[str, str], str] = {}

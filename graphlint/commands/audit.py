@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import click
 
 from graphlint.config import ConfigError
+from graphlint.commands.options import cache_dir_option, config_option, jobs_option, no_cache_option
 from graphlint.exits import EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
 from graphlint.views.output import write_output
 
@@ -35,10 +36,10 @@ def clean(cache_dir: str | None) -> None:
 @click.option("--host", "host", multiple=True, metavar="MODULE:QUALNAME", help="Host code outside the graph (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the audit here (atomically).")
-@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+@config_option
+@jobs_option
+@no_cache_option
+@cache_dir_option
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="warning: a captured function with warnings only fails the audit too (as check --fail-on).")
 def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: tuple[str, ...], host: tuple[str, ...],

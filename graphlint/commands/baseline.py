@@ -6,6 +6,7 @@ import click
 
 from graphlint import __version__
 from graphlint.commands.static import static_check
+from graphlint.commands.options import config_option, jobs_option, no_cache_option
 from graphlint.exits import load_config
 from graphlint.views.output import write_output
 
@@ -21,9 +22,9 @@ def baseline_group() -> None:
               show_default=True, help="The baseline file to write.")
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable; comma-separated.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")
-@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
+@config_option
+@jobs_option
+@no_cache_option
 def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...], ignore: tuple[str, ...],
                    config_file: str | None, jobs: int | None, no_cache: bool) -> None:
     """Check PATHS as `check` does and record every unsuppressed finding in the baseline file."""

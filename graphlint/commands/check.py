@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from graphlint import __version__
-from graphlint.commands.options import COLOR, FORMATS, exit_code, selection_in_force
+from graphlint.commands.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code, jobs_option,
+                                        no_cache_option, selection_in_force)
 from graphlint.commands.static import apply_baseline, static_check
 from graphlint.exits import fail, load_config, split_list
-from graphlint.views.output import stdin_source as stdin_source_text
 from graphlint.report import Report
 from graphlint.views.output import render_report
 
@@ -29,16 +29,16 @@ RUNTIME_HINT = "install it with pip install 'graphlint-cuda[runtime]'"
 @click.option("--format", "--output-format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Report format (--output-format: ruff's spelling).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
-@click.option("--config", "config_file", type=click.Path(), help="pyproject.toml (or a TOML file) to read settings from.")
+@config_option
 @click.option("--quiet", "-q", is_flag=True, help="Only the summary line.")
 @click.option("--statistics", is_flag=True, help="Only the count of findings per rule (text or json), as ruff's.")
 @click.option("--show-settings", is_flag=True, help="Print the settings in force (config file, root, selection) and exit.")
 @click.option("--show-files", is_flag=True, help="Print the files that would be checked and exit.")
 @click.option("--watch", "-w", is_flag=True, help="Check again whenever a checked file or the config changes.")
 @click.option("--show-suppressed", is_flag=True, help="List suppressed findings too (text view).")
-@click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: all cores).")
-@click.option("--no-cache", is_flag=True, help="Do not read or write .graphlint_cache/.")
-@click.option("--cache-dir", type=click.Path(file_okay=False), default=None, help="Cache folder (default .graphlint_cache).")
+@jobs_option
+@no_cache_option
+@cache_dir_option
 @click.option("--runtime", "runtime", is_flag=True,
               help="Also run the runtime harness (on --runtime-target, else `runtime-target` from config) "
                    "into the same report.")
@@ -153,7 +153,22 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
         report.runtime = {"verdict": "error", "error": str(error)}
         report.errors.append(f"runtime: {error}")
     else:
-        from graphlint.runtime.crosscheck import join
+        from graphlint.runtime.lint_target import join_for_check
 
         static = report.static
-        report.crosscheck = join(static.findings, report.runtime, config.root, Path.cwd(), static.files)
+        report.crosscheck = join_for_check(static, report.runtime, config)  # on what the step ran
+
+
+def stdin_source_text(max_bytes: int) -> str:
+    """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
+    exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
+    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
+
+    try:
+        return decode(read_stream(sys.stdin.buffer, max_bytes))
+    except TooLarge:
+        fail(f"stdin: larger than max-file-size ({max_bytes:,} bytes): not read")
+    except SourceError as error:
+        fail(f"stdin: not Python source: {error}")
+    except OSError as error:
+        fail(f"stdin: cannot read: {error.strerror or error}")

@@ -1,8 +1,7 @@
 """Options and helpers shared by several commands: the report formats, the colour choice,
-the select/ignore/config/jobs/cache options, and the exit code a report gives."""
+the config/jobs/cache options, the selection in force, and the exit code a report gives."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Callable, Sequence
 
 import click
@@ -23,18 +22,6 @@ def exit_code(report: Report, fail_on: str = "error", exit_zero: bool = False) -
     summary = report.summary()
     failed = summary["verdict"] == "fail" or (fail_on == "warning" and summary["warnings"] > 0)
     return EXIT_VIOLATIONS if failed and not exit_zero else EXIT_OK
-
-
-def cache_folder(config: Config, no_cache: bool, cache_dir: str | None) -> Path | None:
-    """Where the cache lives for this run (None: no cache)."""
-    return None if no_cache else Path(cache_dir) if cache_dir else config.root / ".graphlint_cache"
-
-
-def selection(func: Callable) -> Callable:
-    """--select and --ignore."""
-    func = click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable; comma-separated.")(func)
-    return click.option("--select", multiple=True,
-                        help="Rule codes or prefixes to enable (GL1, GL101); comma-separated.")(func)
 
 
 def config_option(func: Callable) -> Callable:
@@ -58,20 +45,28 @@ def cache_dir_option(func: Callable) -> Callable:
 
 def selection_in_force(config: Config, select: Sequence[str], extend_select: Sequence[str],
                        ignore: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(select, ignore) for the engine, as ruff combines them: --select replaces `select`,
-    `extend-select` (config) and --extend-select add to what is selected (the default set when
-    nothing is), --ignore adds to `ignore`; the longest matching selector still wins. Exits 2
-    naming the option or key for a selector that names no rule."""
-    from graphlint.engine.selectors import SelectorError, normalise_tokens
-    from graphlint.rules import ALL_RULES
+    """combine_selection, or exit 2 naming the option or key of a selector that names no rule."""
+    from graphlint.engine.selectors import SelectorError
 
     try:
-        chosen = normalise_tokens(split_list(select), "--select")
-        dropped = normalise_tokens(split_list(ignore), "--ignore")
-        extra = (*normalise_tokens(config.extend_select, f"{config.source or 'config'}: key 'extend-select'"),
-                 *normalise_tokens(split_list(extend_select), "--extend-select"))
+        return combine_selection(config, select, extend_select, ignore)
     except SelectorError as error:
         fail(str(error))
+
+
+def combine_selection(config: Config, select: Sequence[str], extend_select: Sequence[str],
+                      ignore: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(select, ignore) for the engine, as ruff combines them: --select replaces `select`,
+    `extend-select` (config) and --extend-select add to what is selected (the default set when
+    nothing is), --ignore adds to `ignore`; the longest matching selector still wins. Raises
+    SelectorError naming the option or key for a selector that names no rule."""
+    from graphlint.engine.selectors import normalise_tokens
+    from graphlint.rules import ALL_RULES
+
+    chosen = normalise_tokens(split_list(select), "--select")
+    dropped = normalise_tokens(split_list(ignore), "--ignore")
+    extra = (*normalise_tokens(config.extend_select, f"{config.source or 'config'}: key 'extend-select'"),
+             *normalise_tokens(split_list(extend_select), "--extend-select"))
     if not extra:
         return chosen, dropped
     base = chosen or normalise_tokens(config.select, f"{config.source or 'config'}: key 'select'")

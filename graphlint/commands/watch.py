@@ -23,14 +23,23 @@ def _relevant(path: str) -> bool:
     return path.endswith(".py") or os.path.basename(path) in CONFIG_NAMES
 
 
-def _watchfiles_changes(watchfiles: Any, roots: list[Path], stop: threading.Event) -> Iterator[set[str]]:
-    for changes in watchfiles.watch(*roots, watch_filter=lambda _, path: _relevant(path), stop_event=stop,
-                                    debounce=300, raise_interrupt=True):
-        yield {path for _, path in changes}
+def _watchfiles_changes(watchfiles: Any, roots: list[Path], stop: threading.Event,
+                        since: dict[str, int]) -> Iterator[set[str]]:
+    first = True
+    # yield_on_timeout: the first (maybe empty) batch says the watcher is running; what changed
+    # before that, while the check ran, is found by comparing with `since`.
+    for batch in watchfiles.watch(*roots, watch_filter=lambda _, path: _relevant(path), stop_event=stop,
+                                  debounce=300, rust_timeout=500, yield_on_timeout=True, raise_interrupt=True):
+        changed = {path for _, path in batch}
+        if first:
+            first = False
+            changed |= _differences(since, _snapshot(roots))
+        if changed:
+            yield changed
 
 
-def _snapshot(roots: list[Path]) -> dict[str, float]:
-    found: dict[str, float] = {}
+def _snapshot(roots: list[Path]) -> dict[str, int]:
+    found: dict[str, int] = {}
     for root in roots:
         walked = [(str(root.parent), [], [root.name])] if root.is_file() else os.walk(root)
         for folder, dirs, files in walked:
@@ -45,23 +54,31 @@ def _snapshot(roots: list[Path]) -> dict[str, float]:
     return found
 
 
-def polling_changes(roots: list[Path], stop: threading.Event, interval: float = POLL_SECONDS) -> Iterator[set[str]]:
-    """Changed, added or removed files, by modification time, every `interval` seconds."""
-    before = _snapshot(roots)
+def _differences(before: dict[str, int], now: dict[str, int]) -> set[str]:
+    return {path for path in before.keys() | now.keys() if before.get(path) != now.get(path)}
+
+
+def polling_changes(roots: list[Path], stop: threading.Event, since: dict[str, int],
+                    interval: float = POLL_SECONDS) -> Iterator[set[str]]:
+    """Changed, added or removed files since the snapshot `since`, by modification time,
+    every `interval` seconds."""
+    before = since
     while not stop.wait(interval):
         now = _snapshot(roots)
-        changed = {path for path in before.keys() | now.keys() if before.get(path) != now.get(path)}
+        changed = _differences(before, now)
         before = now
         if changed:
             yield changed
 
 
-def changes(roots: list[Path], stop: threading.Event) -> Iterator[set[str]]:
+def changes(roots: list[Path], stop: threading.Event, since: dict[str, int]) -> Iterator[set[str]]:
+    """Batches of changed paths after the snapshot `since` (taken before the check ran, so an
+    edit saved during the check is not missed)."""
     try:
         import watchfiles
     except ImportError:
-        return polling_changes(roots, stop)
-    return _watchfiles_changes(watchfiles, roots, stop)
+        return polling_changes(roots, stop, since)
+    return _watchfiles_changes(watchfiles, roots, stop, since)
 
 
 def watched_roots(paths: Iterable[str], config_file: str | None) -> list[Path]:
@@ -85,13 +102,21 @@ def watch(run_once: Callable[[], int], paths: Iterable[str], config_file: str | 
     """Run `run_once` now and after every change; returns the last exit code once `stop` is
     set (Ctrl-C raises KeyboardInterrupt through, as any command's)."""
     stop = stop or threading.Event()
-    code = _run(run_once)
-    click.echo("graphlint: watching for changes (Ctrl-C to stop)", err=True)
-    for changed in changes(watched_roots(paths, config_file), stop):
-        if sys.stdout.isatty():
-            click.clear()
-        shown = ", ".join(sorted(os.path.relpath(path) for path in changed)[:3])
-        click.echo(f"graphlint: [{time.strftime('%H:%M:%S')}] change in {shown}; checking again", err=True)
+    changed: set[str] = set()
+    while True:
+        roots = watched_roots(paths, config_file)  # the config may have moved `paths`
+        since = _snapshot(roots)
+        if changed:
+            if sys.stdout.isatty():
+                click.clear()
+            shown = ", ".join(sorted(os.path.relpath(path) for path in changed)[:3])
+            click.echo(f"graphlint: [{time.strftime('%H:%M:%S')}] change in {shown}; checking again", err=True)
         code = _run(run_once)
         click.echo("graphlint: watching for changes (Ctrl-C to stop)", err=True)
-    return code
+        batches = changes(roots, stop, since)
+        try:
+            changed = next(batches, set())
+        finally:
+            batches.close()  # stops the file watcher until the next check has run
+        if not changed:  # stopped
+            return code

@@ -46,6 +46,11 @@ def _by_region(raw: dict, placement: Placement) -> dict:
             "fix": rule.fix}
 
 
+def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    """Whether rule `code` is in force under this selection (the longest matching prefix wins)."""
+    return _selected(code, select, ignore)
+
+
 def _resolve_code(token: str) -> str | None:
     upper = token.upper()
     if upper in BY_CODE:

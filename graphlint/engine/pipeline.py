@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from graphlint import callgraph
+from graphlint.callgraph import recorded
 from graphlint.callgraph.graph import CallGraph
 from graphlint.callgraph.regions import Placement
 from graphlint.callgraph.values import package_module
 from graphlint.config import Config
 from graphlint.engine.cache import Cache
 from graphlint.engine.interproc import Reanalyse, pooled, refine
-from graphlint.engine.pool import analyse_all, default_jobs
+from graphlint.engine.pool import analyse_all, default_jobs, gc_paused
 
 # (phase, number of files): a long check shows its phases on stderr.
 Progress = Callable[[str, int], None]
@@ -75,8 +76,9 @@ def analyse_project(tasks: Sequence[tuple[str, str]], config: Config, cache: Cac
         if not sweep:
             project.placements = graph.placements
         return project
-    project.placements, project.unresolved, project.warmed_up, project.incomplete = _cached_regions(
-        files, config, cache)
+    with gc_paused():  # the cached graph is one large acyclic entry: collecting while it loads only rescans it
+        project.placements, project.unresolved, project.warmed_up, project.incomplete = _cached_regions(
+            files, config, cache)
     return project
 
 
@@ -89,7 +91,8 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
     if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
         root = Path(config.root)
         parts = [cache.fingerprint, "regions/2", str(root.resolve()),
-                 repr((config.entry_points, config.host, config.eager, config.regions))]
+                 repr((config.entry_points, config.host, config.eager, config.regions)),
+                 recorded.cache_token(config)]  # the region file, by its digest
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
         key = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
         cached = cache.get(key, _valid_regions)

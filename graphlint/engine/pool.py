@@ -176,24 +176,19 @@ def _out_of_memory(value: dict[str, Any]) -> bool:
     return (value.get("limit") or {}).get("message") == _OUT_OF_MEMORY
 
 
-def _address_space() -> int:
-    """This process's address space now (bytes; Linux), 0 where it cannot be read."""
+def _mapped_bytes() -> int:
+    """This process's address space in use (Linux: /proc/self/statm), 0 where unknown."""
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as status:
-            for line in status:
-                if line.startswith("VmSize:"):
-                    return int(line.split()[1]) * 1024
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
-        pass
-    return 0
+        return 0
 
 
 def limit_memory(megabytes: int) -> None:
-    """Let this process's address space grow by at most `megabytes` MiB from what it has now
-    (0: no cap): past it, an allocation fails (MemoryError, or an abort in the parser's native
-    code) instead of the machine's memory running out. Counted from what the worker inherited
-    at fork, so a run inside a process that imported torch (the pytest plugin) has the same
-    room. The hard limit is left as it is; one already lower is kept."""
+    """Cap this process's address space at `megabytes` MiB more than it maps now (0: no cap): past it, an allocation
+    fails (MemoryError, or an abort in the parser's native code) instead of the machine's
+    memory running out. The hard limit is left as it is; one already lower is kept."""
     if not megabytes:
         return
     try:
@@ -201,7 +196,10 @@ def limit_memory(megabytes: int) -> None:
     except ImportError:  # Windows: no rlimits
         return
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    wanted = _address_space() + megabytes * 1024 * 1024
+    # On top of what the process maps already: a worker forked from a process that imported a
+    # CUDA build of torch (runtime --lint, check --runtime, the pytest plugin) starts with
+    # gigabytes of address space reserved, none of it the analysis's.
+    wanted = _mapped_bytes() + megabytes * 1024 * 1024
     if soft != resource.RLIM_INFINITY and soft <= wanted:
         return
     if hard != resource.RLIM_INFINITY:
@@ -438,7 +436,10 @@ def analyse_all(tasks: Sequence[tuple[str, str]], jobs: int, cache: Cache,
         digest = value.pop("content_digest", None)
         digests[index] = digest or ""
         rel, full = tasks[index]
-        keys[index] = cache.key(digest, _cache_name(rel, full in named)) if cache.folder and digest else ""
+        # A worker that died on the file reports no digest: the key it was looked up under stays
+        # (the result is not stored under it, but the project's cached regions are keyed by it).
+        if cache.folder and digest:
+            keys[index] = cache.key(digest, _cache_name(rel, full in named))
         # A file that hit a limit (time, crash) is tried again next run, never cached.
         cacheable = bool(keys[index]) and not value.get("limit")
         keep(index, value, cacheable and cache.put(keys[index], value))

@@ -13,6 +13,8 @@ import traceback
 from contextlib import contextmanager
 from typing import Iterator
 
+from pathlib import Path
+
 import click
 
 from graphlint.runtime.harness import run_harness
@@ -122,11 +124,17 @@ def _emit(report, fmt: str, output: str | None) -> None:
                    "CUDA-graph skips and outputs vs eager, at the user's lines.")
 @click.option("--compile-backend", type=click.Choice(["inductor", "aot_eager", "eager"]), default="inductor",
               show_default=True, help="inductor = mode reduce-overhead; aot_eager/eager check dynamo only (faster).")
+@click.option("--record-regions", "record_regions", is_flag=False, flag_value="", default=None, metavar="[FILE]",
+              help="Also write the functions the step ran as a region file for later static checks (default: "
+                   "`region-file` from config, else .graphlint/regions.json). Put TARGET before this option.")
+@click.option("--gate-third-party", is_flag=True,
+              help="With --lint: findings in third-party code the step ran (site-packages) fail the run too.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress lines on stderr.")
 def runtime_command(target: str | None, devices: str | None, steps: int | None, sync_mode: str, fmt: str,
                     output: str | None, raw_options: tuple[str, ...], atol: float, rtol: float, reference: bool,
                     no_bench: bool, step_timeout: float, lint_sources: bool, compile_step: bool = False,
-                    compile_backend: str = "inductor", quiet: bool = False) -> None:
+                    compile_backend: str = "inductor", quiet: bool = False, record_regions: str | None = None,
+                    gate_third_party: bool = False) -> None:
     """Run a decode step under sync detection, trial-capture it, replay it against eager, time it.
 
     TARGET is module:callable or path/to/file.py:callable, called as factory(device, **options);
@@ -135,6 +143,9 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
     Without CUDA every phase is emulated on the CPU.
     """
     try:
+        if record_regions and not record_regions.endswith(".json"):
+            raise UsageError(f"--record-regions {record_regions!r}: expected a .json file "
+                             "(give TARGET before the option, or --record-regions=FILE)")
         if reference and target:
             raise UsageError("give either TARGET or --reference, not both")
         if target is None and not reference:
@@ -155,8 +166,10 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
 
             run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench)
         report = _report(runtime, [])
+        if record_regions is not None:
+            _record(runtime, record_regions, quiet)
         if lint_sources:
-            lint_and_join(report)
+            lint_and_join(report, gate_third_party)
     except UsageError as exc:
         _fail(str(exc), output)
     except Exception as exc:  # an internal error: still leave a report behind
@@ -166,21 +179,50 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
     sys.exit(1 if report.summary()["verdict"] == "fail" else 0)
 
 
-def lint_and_join(report) -> None:
-    """`--lint`: the static half for the target's own files, and the cross-check of both."""
-    from pathlib import Path
+def lint_and_join(report, gate_third_party: bool = False) -> None:
+    """`--lint`: the static half for the code the step ran (its functions as the captured region,
+    third-party files in a section of their own), and the cross-check of both."""
+    from graphlint.runtime import lint_target
 
+    config = _config()
+    report.config = {**config.to_dict(), "checked": lint_target.target_files(report.runtime, config.root.resolve())}
+    report.static, report.crosscheck = lint_target.lint_and_join(report.runtime, config,
+                                                                 gate_third_party=gate_third_party)
+
+
+def _config():
     from graphlint.config import ConfigError, load
-    from graphlint.runtime import crosscheck, lint_target
 
     try:
-        config = load(None)
+        return load(None)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    report.config = {**config.to_dict(), "checked": lint_target.target_files(report.runtime, config.root.resolve())}
-    report.static = lint_target.lint(report.runtime, config)
-    report.crosscheck = crosscheck.join(report.static.findings, report.runtime, config.root, Path.cwd(),
-                                        report.static.files)
+
+
+def _record(runtime: dict, requested: str, quiet: bool) -> None:
+    """`--record-regions`: write the region file (atomically), or say why not; the runtime dict
+    says which (`region_file`)."""
+    from pathlib import Path
+
+    from graphlint.report import write_atomic
+    from graphlint.runtime import record
+
+    config = _config()
+    path = Path(requested) if requested else record.default_path(config)
+    why = record.incomplete(runtime)
+    if why is not None:
+        runtime["region_file"] = {"path": str(path), "written": False, "reason": why}
+        click.echo(f"graphlint runtime: region file not written: {why}", err=True)
+        return
+    text, unplaced = record.region_text(runtime, config.root)
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise UsageError(f"--record-regions {path}: cannot write: {exc}") from None
+    runtime["region_file"] = {"path": str(path), "written": True, "functions": len(runtime["functions"]) - unplaced,
+                              "unplaced": unplaced}
+    if not quiet:
+        click.echo(f"graphlint runtime: recorded {len(runtime['functions']) - unplaced} functions in {path}", err=True)
 
 
 def _configured_target() -> str:

@@ -50,9 +50,14 @@ def render_compile(part: dict, console) -> None:
         for row in outputs.get("per_output", []):
             console.print(f"      output {row['output']} ({row['dtype']}): max |diff| {row['max_abs_diff']:.3g}"
                           f" (max |eager| {row['max_abs_eager']:.3g}), {row['steps_differing']} step(s) outside"
-                          f" atol {row['atol']:g} rtol {row['rtol']:g}", style="dim")
+                          f" atol {row['atol']:.3g} rtol {row['rtol']:g}"
+                          + (f", {row['near_ties']} flipped near-tie argmax(es)" if row.get("near_ties") else ""),
+                          style="dim")
+        if outputs.get("rule"):
+            console.print(f"      tolerance: {escape(outputs['rule'])}", style="dim")
     bench = part.get("bench")
     if bench:
         console.print(f"  time: eager {bench['eager_ms']:.3f} ms/step, compiled {bench['compiled_ms']:.3f} ms/step"
                       + (f", {bench['speedup']:.2f}x" if bench.get("speedup") else "")
-                      + f" (median of {bench['samples']})")
+                      + f" (median of {bench['samples']}"
+                      + (f"; {escape(bench['measured'])}" if bench.get("measured") else "") + ")")

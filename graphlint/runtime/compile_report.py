@@ -219,20 +219,68 @@ def attach(runtime: dict, part: dict) -> dict:
 
 
 def run_phase(runtime: dict, backend: str = "inductor", steps: int | None = None, atol: float = 0.0,
-              rtol: float = 0.0, bench: bool = True) -> dict:
+              rtol: float = 0.0, bench: bool = True, quiet: bool = False) -> dict:
     """Compile the runtime dict's target on its first device and attach the result (`--compile`).
 
-    A failure inside the compile run is recorded in the part (verdict "fail"), never raised.
+    A failure inside the compile run is recorded in the part (verdict "fail"), never raised. Progress
+    lines go to stderr (unless `quiet` or stderr is captured); the compile phase's wall time is
+    added to `runtime["duration_s"]`, so the verdict line gives the whole command's time.
     """
+    import time
+
     from graphlint.runtime import compile_run
 
     target = runtime.get("target") or {}
     device = "cpu" if runtime.get("mode") == "cpu-emulation" else (runtime.get("devices") or ["cpu"])[0]
     spec = {"target": target.get("spec"), "options": target.get("options") or {}, "device": device,
             "steps": steps, "backend": backend, "atol": atol, "rtol": rtol, "bench": bench}
-    try:
-        result = compile_run.run(spec)
-    except Exception as exc:  # a torch internal error must not lose the eager half of the report
-        result = {"device": device, "backend": backend,
-                  "error": {"phase": "compile", "step": None, "error": f"{type(exc).__name__}: {exc}"[:2000]}}
+    started = time.perf_counter()
+    with _progress(f"torch.compile ({backend}) of {target.get('spec')} on {device}", quiet):
+        try:
+            result = compile_run.run(spec)
+        except Exception as exc:  # a torch internal error must not lose the eager half of the report
+            result = {"device": device, "backend": backend,
+                      "error": {"phase": "compile", "step": None, "error": f"{type(exc).__name__}: {exc}"[:2000]}}
+    elapsed = time.perf_counter() - started
+    result["duration_s"] = round(elapsed, 3)
+    if runtime.get("duration_s") is not None:
+        runtime["duration_s"] = round(runtime["duration_s"] + elapsed, 3)
     return attach(runtime, build(runtime, result))
+
+
+HEARTBEAT_SECONDS = 30
+
+
+def _progress(what: str, quiet: bool):
+    """Plain stderr lines for the compile phase: what runs, a line every HEARTBEAT_SECONDS, the end."""
+    import contextlib
+    import sys
+    import threading
+    import time
+
+    from graphlint.terminal import real_stderr
+
+    @contextlib.contextmanager
+    def lines():
+        if quiet or not real_stderr():
+            yield
+            return
+        started = time.monotonic()
+        print(f"graphlint runtime: compile phase: {what} (compiling takes a while) ...", file=sys.stderr, flush=True)
+        done = threading.Event()
+
+        def beat() -> None:
+            while not done.wait(HEARTBEAT_SECONDS):
+                print(f"graphlint runtime: compile phase still running ({time.monotonic() - started:.0f} s)",
+                      file=sys.stderr, flush=True)
+
+        thread = threading.Thread(target=beat, name="graphlint-compile-progress", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            print(f"graphlint runtime: compile phase done in {time.monotonic() - started:.1f} s", file=sys.stderr,
+                  flush=True)
+
+    return lines()

@@ -15,6 +15,7 @@ import torch
 
 from graphlint.runtime import hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor
+from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) of the bundled model
@@ -43,7 +44,8 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     target = targets.build(factory, device, spec["options"], guard=guard)
     steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
     result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {},
-                    "entry": targets.describe(target)}
+                    "entry": targets.describe(target),
+                    "features": _features(target)}
     written = on_phase or (lambda _r: None)
 
     def report(running: str | None) -> None:
@@ -77,6 +79,7 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
                                           lines=executed)
     result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
     result["executed"] = executed.as_report()
+    result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
     if stop_first:
         # Error mode stops at the first event; the other phases need whole steps.
         traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True), steps)
@@ -135,3 +138,9 @@ def bench(target: Any, steps: int, device: torch.device) -> dict:
     eager = statistics.median(times) * 1e3 if times else None
     return {"device": str(device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
             "note": "replay n/a without CUDA; eager on one intra-op thread"}
+
+
+def _features(target) -> dict | None:
+    """The target's own account of what it exercises (`features`, a JSON-ready dict), if any."""
+    found = getattr(target, "features", None)
+    return dict(found) if isinstance(found, dict) else None

@@ -4,7 +4,8 @@ A runtime record (a sync event or a replay hazard) and a finding match when they
 statement of the same file and the finding's rule family is one that describes that record
 (`FAMILIES`). Findings are then `confirmed`, `not_confirmed` (the step ran the statement and the
 runtime saw nothing there) or `not_exercised` (the step never ran it); runtime records no finding
-matched are `missed_by_static`, with the family a rule for them would belong to.
+matched are `missed_by_static`, with the family a rule for them would belong to, when the static half
+analysed their line as captured code, and `not_linted`, with the reason, when it did not.
 """
 from __future__ import annotations
 
@@ -95,10 +96,15 @@ def _records(runtime: dict) -> Iterable[tuple[str, dict]]:
 
 
 def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".",
-         runtime_root: str | os.PathLike[str] = ".", linted: Iterable[str] = ()) -> dict[str, Any]:
+         runtime_root: str | os.PathLike[str] = ".", linted: Iterable[str] = (),
+         analysed: dict[str, list[tuple]] | None = None) -> dict[str, Any]:
     """The `crosscheck` section from static `findings` (Finding objects or dicts, paths relative to
     `static_root`) and a runtime dict (paths relative to `runtime_root`); `linted` are the static
-    half's files, to tell a miss in linted code from one in code the linter never read."""
+    half's files, to tell a miss in linted code from one in code the linter never read.
+
+    `analysed` (absolute path -> the defs the static half analysed, `(first, last, region,
+    function, reason)`): a record no finding matched is `missed_by_static` only when its line lies
+    in a def placed in the captured (or eager) region; otherwise it is `not_linted`, with why."""
     static_root, runtime_root = Path(static_root).resolve(), Path(runtime_root).resolve()
 
     def absolute(root: Path, path: str) -> str:
@@ -127,6 +133,7 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
 
     matched: dict[int, list[dict]] = {}
     missed: list[dict] = []
+    unseen: list[dict] = []
     for source, record in _records(runtime):
         path, line = record.get("path"), record.get("line")
         if not isinstance(path, str) or path in ("", "?") or not isinstance(line, int) or line <= 0:
@@ -146,12 +153,17 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
             for n in hits:
                 matched.setdefault(n, []).append(seen)
             continue
-        missed.append({
+        entry = {
             "source": source, "kind": record["kind"], "op": record.get("op"), "path": _shown(where, static_root, path),
             "line": line, "function": record.get("function"), "family": families[0],
             "family_name": FAMILY_NAMES.get(families[0], ""), "linted": where in linted_abs,
             "count": record.get("count", 1), "detail": record.get("detail", ""),
-        })
+        }
+        why = None if analysed is None else _not_analysed(analysed, where, line, where in linted_abs)
+        if why is None:
+            missed.append(entry)
+        else:
+            unseen.append({**entry, "reason": why})
     allocated = _allocation_sites(runtime, runtime_root, statement)
     executed = _executed(runtime, runtime_root, statement)
     confirmed, not_confirmed, not_exercised = [], [], []
@@ -159,7 +171,7 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
         where = absolute(static_root, f["path"])
         span = statement(where, int(f["line"]))
         entry = {k: f.get(k) for k in ("rule", "name", "severity", "path", "line", "col", "function", "region",
-                                       "message", "fingerprint", "suppressed")}
+                                       "message", "fingerprint", "suppressed", "reached_via")}
         seen = matched.get(n)
         if seen is None and f["rule"] in ALLOCATION_RULES and (where, span) in allocated:
             seen = [{"source": "allocation", "kind": "allocation", "op": ", ".join(allocated[(where, span)][:3]),
@@ -170,8 +182,8 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
             not_confirmed.append(entry)
         else:
             not_exercised.append(entry)
-    sections = {"missed_by_static": missed, "confirmed": confirmed, "not_confirmed": not_confirmed,
-                "not_exercised": not_exercised}
+    sections = {"missed_by_static": missed, "not_linted": unseen, "confirmed": confirmed,
+                "not_confirmed": not_confirmed, "not_exercised": not_exercised}
     out: dict[str, Any] = {"counts": {name: len(items) for name, items in sections.items()}}
     for name, items in sections.items():
         out[name] = items[:MAX_LISTED]
@@ -179,6 +191,28 @@ def join(findings: list, runtime: dict, static_root: str | os.PathLike[str] = ".
             out[f"{name}_omitted"] = len(items) - MAX_LISTED
     out["executed_files"] = len(executed)
     return out
+
+
+ANALYSED_REGIONS = ("captured", "eager")
+
+
+def _not_analysed(analysed: dict[str, list[tuple]], where: str, line: int, linted: bool) -> str | None:
+    """Why the static half never judged `line` of `where` as captured code (None: it did)."""
+    spans = analysed.get(where)
+    if spans is None:
+        return ("the file was linted but not analysed (parse error, a limit, or it never mentions torch)"
+                if linted else "the file was not linted (outside the project and every package folder)")
+    inner = None
+    for span in spans:
+        if span[0] <= line <= span[1] and (inner is None or span[0] >= inner[0]):
+            inner = span
+    if inner is None:
+        return "module-level code, outside any function"
+    first, _last, region, function, reason = inner
+    if region in ANALYSED_REGIONS:
+        return None
+    because = f": {reason}" if reason else ""
+    return f"{function} was placed in the {region} region by the static half{because}"
 
 
 def _shown(abs_path: str, static_root: Path, fallback: str) -> str:

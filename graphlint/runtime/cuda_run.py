@@ -21,6 +21,7 @@ import torch
 
 from graphlint.runtime import catalog, hazards, targets, tracing
 from graphlint.runtime.intercept import Interceptor, no_tensor_output, tensors_of
+from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
@@ -87,7 +88,8 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
         steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
-                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target)}
+                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target),
+                        "features": _features(target)}
         runner = _DeviceRun(target, device, stream, steps, spec, result, report)
         runner.all_phases()
     return result
@@ -148,6 +150,7 @@ class _DeviceRun:
         with torch.cuda.stream(self.stream), sync_debug(it, mode):
             traces, stopped = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps), lines=executed)
         self.result["executed"] = executed.as_report()
+        self.result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
         torch.cuda.synchronize(self.device)
         if stopped and mode == "error" and SYNC_MESSAGE in stopped["error"]:
             # torch's error mode raised inside the op: name it like a warning would have.
@@ -426,3 +429,9 @@ def _compare(got: list[torch.Tensor], want: list[torch.Tensor], atol: float, rto
 def _constant(outputs: list[list[torch.Tensor]]) -> bool:
     first = outputs[0]
     return all(len(o) == len(first) and all(torch.equal(a, b) for a, b in zip(o, first)) for o in outputs[1:])
+
+
+def _features(target) -> dict | None:
+    """The target's own account of what it exercises (`features`, a JSON-ready dict), if any."""
+    found = getattr(target, "features", None)
+    return dict(found) if isinstance(found, dict) else None

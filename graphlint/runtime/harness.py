@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphlint.runtime import targets
-from graphlint.runtime.targets import TargetError, UsageError
+from graphlint.runtime import record, targets
+from graphlint.runtime.targets import TargetError, UnsupportedTarget, UsageError
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
@@ -101,17 +101,25 @@ def run_harness(
     if mode == "cpu-emulation" and not isolate:
         from graphlint.runtime import cpu_run
 
-        results = [cpu_run.run(specs[0])]
+        try:
+            results = [cpu_run.run(specs[0])]
+        except TargetError as exc:  # as a worker reports it: classified below
+            results = [{"device": "cpu", "error": {"phase": "build", "error": str(exc), "target_error": True}}]
     else:
         from graphlint.runtime import worker
 
         results = worker.run_isolated(specs, step_timeout_s=step_timeout)
     build_errors = [r["error"]["error"] for r in results if (r.get("error") or {}).get("target_error")]
     if build_errors and len(build_errors) == len(results):
-        raise TargetError(build_errors[0])
+        unsupported = build_errors[0].startswith(UnsupportedTarget.PREFIX)
+        raise (UnsupportedTarget if unsupported else TargetError)(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
+    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.record)
     runtime["torch"] = torch.__version__
     runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
+    features = next((r["features"] for r in results if r.get("features")), None)
+    if features:  # what the target says it exercises (hf targets: layer kinds, MoE layers, window)
+        runtime["target"]["features"] = features
     runtime["settings"] = {"steps": steps, "sync_mode": sync_mode, "atol": atol, "rtol": rtol, "bench": bench,
                            "timeout_s": step_timeout or None, "isolated": isolate or mode == "cuda"}
     runtime["duration_s"] = round(time.perf_counter() - started, 3)

@@ -18,6 +18,9 @@ addresses. So any difference between the traces of step 0 and step k is a replay
 from __future__ import annotations
 
 import difflib
+import linecache
+import os
+import re
 import types
 from typing import Any
 
@@ -53,6 +56,17 @@ FIX = {
 }
 
 
+MAX_SYMPTOM_SITES = 8
+BRANCH_LOOKBACK = 40  # lines searched upwards for the branch a control-flow root sits under
+# How a folded group's root explains its symptoms.
+GROUP_NOTE = {
+    "frozen-scalar": "the same Python value reaches the other ops listed",
+    "control-flow": "one host branch: the other divergences of this step follow from it",
+}
+FIRST_STEP_NOTE = ("only the first traced step takes this path (the later steps agree with each other): a "
+                   "first-call path; capture after a warm-up step, or make the path the same on every step")
+
+
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -64,8 +78,12 @@ class _Collector:
     def __init__(self):
         self.items: dict[tuple, dict] = {}
         self.per_kind: dict[str, int] = {}
+        self.groups: dict[tuple, tuple] = {}  # record key -> (root group, position in the step)
 
-    def add(self, hazard: str, op: str, site, detail: str, steps: list[int], device: str | None = None):
+    def add(self, hazard: str, op: str, site, detail: str, steps: list[int], device: str | None = None,
+            group: tuple | None = None, order: int = 0):
+        """One hazard at `site`; records of one `group` (one host branch, one Python value) are
+        folded under the first of them by `fold_groups`."""
         where = sources.site_dict(site)
         # One record per line; only frozen scalars are told apart by op (each op freezes its own).
         key = (hazard, op if hazard == "frozen-scalar" else device, where["path"], where["line"])
@@ -73,12 +91,38 @@ class _Collector:
         if item is not None:
             item["count"] += 1
             return
-        if self.per_kind.get(hazard, 0) >= MAX_PER_HAZARD:
+        if group is not None:
+            self.groups[key] = (group, steps[-1], order)
+        # Symptoms of a group beyond the cap are still counted by fold_groups.
+        if self.per_kind.get(hazard, 0) >= MAX_PER_HAZARD and group is None:
             return
         self.per_kind[hazard] = self.per_kind.get(hazard, 0) + 1
         self.items[key] = {"hazard": hazard, "op": op, **where, "detail": f"{detail}; {WHY[hazard]}",
                            "explanation": WHY[hazard], "fix": FIX[hazard],
                            "steps": steps, "count": 1, **({"device": device} if device else {})}
+
+    def fold(self, keys: list[tuple], note: str) -> None:
+        """Keep the first record of `keys` (in step order) as the root; the others become its
+        counted symptoms, their sites listed."""
+        keys = [k for k in keys if k in self.items]
+        if len(keys) < 2:
+            return
+        root = self.items[keys[0]]
+        sites = root.setdefault("symptom_sites", [])
+        for key in keys[1:]:
+            symptom = self.items.pop(key)
+            root["symptoms"] = root.get("symptoms", 0) + 1
+            if len(sites) < MAX_SYMPTOM_SITES:
+                sites.append(f"{symptom['hazard']} {symptom['op']} at {symptom['path']}:{symptom['line']}")
+        root["detail"] = f"{root['detail']}; {note} ({root['symptoms']} symptom(s) folded in)"
+
+    def fold_groups(self) -> None:
+        by_group: dict[tuple, list] = {}
+        for key, (group, step, order) in self.groups.items():
+            by_group.setdefault(group, []).append((step, order, key))
+        for group, members in by_group.items():
+            keys = [key for _step, _order, key in sorted(members)]
+            self.fold(keys, GROUP_NOTE[group[0]])
 
 
 def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
@@ -106,7 +150,47 @@ def compare(traces: list[StepTrace], target: Any = None) -> list[dict]:
             found.add("dynamic-output-shape", "outputs", changed["site"],
                       f"output shapes {shapes0} at step {base.index}, {shapes} at step {trace.index}",
                       [base.index, trace.index])
+    _fold_first_step(usable, target, found)
+    found.fold_groups()
+    for record in found.items.values():
+        _at_branch(record)
     return sorted(found.items.values(), key=lambda h: (h["hazard"], h["path"], h["line"]))
+
+
+def _fold_first_step(usable: list[StepTrace], target, found: _Collector) -> None:
+    """Hazards seen only against step 0, when steps 1.. agree among themselves, are one path that the
+    first step alone takes: one record at its root (the first branch), the rest its symptoms."""
+    if len(usable) < 3:
+        return
+    later = _Collector()
+    for trace in usable[2:]:
+        _compare_pair(usable[1], trace, usable[-1], target, later)
+    only_first = [key for key in found.items if key not in later.items and key[0] != "other-device"]
+    if not only_first or any(key[0] == "control-flow" for key in later.items):
+        return  # later steps branch among themselves too: step-dependent paths, reported as such
+    order = {key: found.groups.get(key, (None, 0, 0))[1:] for key in only_first}
+    branches = [k for k in only_first if k[0] == "control-flow"]
+    root = min(branches or only_first, key=lambda k: order[k])
+    rest = sorted((k for k in only_first if k != root), key=lambda k: order[k])
+    for key in [root, *rest]:
+        found.groups.pop(key, None)
+    if rest:
+        found.fold([root, *rest], FIRST_STEP_NOTE)
+    else:
+        found.items[root]["detail"] += f"; {FIRST_STEP_NOTE}"
+
+
+def _made_in_step_constant(base: StepTrace, trace: StepTrace, key0: int, key1: int) -> bool:
+    """Both steps read a tensor made from the same Python data inside the step (`torch.tensor([-1])`):
+    the captured one holds the same value, so the new object is no stale input."""
+    t0, t1 = base.external.get(key0), trace.external.get(key1)
+    if t0 is None or t1 is None or t0.shape != t1.shape or t0.dtype != t1.dtype or t0.device != t1.device:
+        return False
+    made = key1 in trace.from_data and key0 in base.from_data
+    try:
+        return made and bool(torch.equal(t0, t1))
+    except RuntimeError:
+        return False
 
 
 def _compare_pair(base: StepTrace, trace: StepTrace, last: StepTrace, target, found: _Collector) -> None:
@@ -128,18 +212,23 @@ def _compare_pair(base: StepTrace, trace: StepTrace, last: StepTrace, target, fo
             # When the tensors' shapes differ too, changed int arguments are sizes that follow
             # them (`expand(b, s, k, d)` after a growing k): one shape-varies hazard, not two.
             if a[1] != b[1] and a[2] == b[2]:
-                found.add("frozen-scalar", b[0], b[4], _arg_diff(a[1], b[1], steps), steps)
+                # Ops that receive the same changed values take one Python value: one root.
+                changed = tuple((x, y) for x, y in zip(a[1], b[1]) if x != y)
+                found.add("frozen-scalar", b[0], b[4], _arg_diff(a[1], b[1], steps), steps,
+                          group=("frozen-scalar", trace.index, _hashable(changed)), order=j)
             if a[2] != b[2]:
-                found.add("shape-varies", b[0], b[4], _shape_diff(a[2], b[2], steps), steps)
+                found.add("shape-varies", b[0], b[4], _shape_diff(a[2], b[2], steps), steps, order=j)
             if a[3] != b[3]:
                 keys0 = dict(a[3])
                 for pos, key in b[3]:
                     if pos in keys0 and keys0[pos] != key:
+                        if _made_in_step_constant(base, trace, keys0[pos], key):
+                            continue
                         name = _attribute_name(target, _read_by(last, j, pos))
                         what = f"{name} is" if name else f"tensor argument {pos} is"
                         found.add("stale-input", b[0], b[4],
                                   f"{what} a different tensor at step {trace.index} than at step {base.index} "
-                                  "(rebound by prepare() or by the step)", steps)
+                                  "(rebound by prepare() or by the step)", steps, order=j)
 
 
 def _read_by(trace: StepTrace, j: int, pos: int):
@@ -163,7 +252,37 @@ def _diverged(base: StepTrace, trace: StepTrace, span0: tuple[int, int], span1: 
 
     at = trace.ops[span1[0]] if span1[0] < span1[1] else base.ops[span0[0]]
     found.add("control-flow", at[0], at[4], f"the ops differ: {describe(base, span0)}, {describe(trace, span1)}",
-              [base.index, trace.index])
+              [base.index, trace.index], group=("control-flow", trace.index), order=span1[0])
+
+
+def _at_branch(record: dict) -> None:
+    """A control-flow root is placed at the `if`/`for`/`while` its first differing op sits under
+    (the op's own line kept as `op_line`)."""
+    if record["hazard"] != "control-flow" or not record.get("path") or not record.get("line"):
+        return
+    path = record["path"] if os.path.isabs(record["path"]) else os.path.abspath(record["path"])
+    text = linecache.getline(path, record["line"])
+    indent = len(text) - len(text.lstrip())
+    for line in range(record["line"] - 1, max(record["line"] - BRANCH_LOOKBACK, 0), -1):
+        above = linecache.getline(path, line)
+        stripped = above.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if len(above) - len(stripped) < indent:
+            if re.match(r"(if|elif|else|for|while)\b", stripped):
+                record["op_line"], record["line"] = record["line"], line
+                return
+            if re.match(r"(def|class|with|try|except|finally|async)\b", stripped):
+                return  # the enclosing block is not a branch: keep the op's line
+            indent = len(above) - len(stripped)  # the op's line continues this statement
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
 
 
 def _arg_diff(a: tuple, b: tuple, steps: list[int]) -> str:

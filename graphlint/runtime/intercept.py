@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import importlib
 import sys
 import weakref
@@ -27,7 +28,9 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphlint.runtime import catalog, sources
+from graphlint.runtime import catalog, residence, sources
+from graphlint.runtime.residence import storage_key as _storage_key
+from graphlint.runtime.sync_names import COPY_OPS as _COPY_OPS, name_sync as _name_sync
 
 
 class SyncStop(RuntimeError):
@@ -54,6 +57,7 @@ class StepTrace:
     produced: dict = field(default_factory=dict)  # storage key -> site of the op that made it
     tainted: set = field(default_factory=set)
     lifted: dict = field(default_factory=dict)  # id -> tensor made from Python data in the step
+    from_data: set = field(default_factory=set)  # storage keys of those tensors (kept after the step)
     retained_bytes: int = 0  # allocated by this step and alive after it
     live_bytes: int = 0  # allocated by this and the earlier traced steps, alive after it
     error: str | None = None
@@ -61,13 +65,6 @@ class StepTrace:
 
     def allocated_bytes(self) -> int:
         return sum(a[2] for a in self.allocations)
-
-
-def _storage_key(t: torch.Tensor) -> int:
-    try:
-        return t.untyped_storage().data_ptr()
-    except Exception:  # sparse, nested or otherwise storage-less tensors
-        return 0
 
 
 def tensors_of(obj) -> list[torch.Tensor]:
@@ -211,6 +208,7 @@ class Interceptor:
         # so that prepare() and reset() are not checked).
         self.arm: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
         self._slot = 0 if emulate else 1  # which rule of a _CALLS pair raises events
+        self.residence = residence.Residence()  # emulation: which tensors would be host tensors
 
     # ----------------------------------------------------------------- running a step
     def run_step(self, fn: Callable[[], Any], index: int) -> tuple[Any, StepTrace]:
@@ -220,6 +218,7 @@ class Interceptor:
         `self.last`.
         """
         rec = self.rec = self.last = StepTrace(index)
+        self.residence.clear()
         out = None
         try:
             with self.patched_sync_calls(), _FunctionMode(self), _dispatch_mode(self), self.arm():
@@ -403,6 +402,7 @@ class Interceptor:
         self.in_handler = True
         try:
             fired = rule is not None and self._py_condition(rule.when, rule.name, args, kwargs)
+            fired = fired and not (self.emulate and self.residence.reads_host(rule.kind, args))
         finally:
             self.in_handler = False
         self.py_call = (rule or _CALLS[func][0] or _CALLS[func][1]).name
@@ -427,7 +427,8 @@ class Interceptor:
         fired = None
         if rules:
             for rule in rules:
-                if self._condition(rule.when, overload, args, kwargs, rule.dtypes):
+                if self._condition(rule.when, overload, args, kwargs, rule.dtypes) and not (
+                        self.emulate and self.residence.reads_host(rule.kind, args)):
                     fired = rule
                     if self.emulate and not self.py_event and not self.quiet:
                         self.emit(rule.kind, f"{packet}.{overload}", rule.reason)
@@ -458,19 +459,21 @@ class Interceptor:
         in_keys = set()
         external = []
         tainted_shapes = set()
+        # A lifted tensor is made from Python data in the step (its value is in the op's signature):
+        # no external input, and not held by the trace (it would count as memory kept across steps).
+        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         for pos, t in enumerate(ins):
             key = _storage_key(t)
             if key:
                 in_keys.add(key)
                 if key in rec.tainted:
                     tainted_shapes.add(tuple(t.shape))
-                elif key not in rec.produced:
+                elif key not in rec.produced and not lift:
                     if key not in rec.external:
                         rec.external[key] = t
                     external.append((pos, key))
             self._check_device(rec, t, name, site)
         outs = _tensors(out, [])
-        lift = packet in ("aten.lift_fresh", "aten.lift_fresh_copy")
         dynamic = fired is not None and fired.kind == "dynamic-shape"
         for t in outs:
             key = _storage_key(t)
@@ -494,9 +497,12 @@ class Interceptor:
         if lift:
             for t in outs:
                 rec.lifted[id(t)] = t
+            rec.from_data.update(k for k in map(_storage_key, ins + outs) if k)
             sig += (_lifted_value(ins[0]),) if ins else ()
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
         rec.ops.append((name, sig, shapes, tuple(external), site))
+        if self.emulate:
+            self.residence.propagate(ins, outs)
 
     def _check_device(self, rec, t: torch.Tensor, op: str, site) -> None:
         dev = t.device
@@ -507,45 +513,11 @@ class Interceptor:
         rec.other_device.append((op, site, str(dev)))
 
 
-_COPY_OPS = frozenset({"aten.copy_", "aten._to_copy", "aten._copy_from", "aten.to"})
-
-
 def _site_at(site: tuple, where: tuple | None) -> bool:
     if where is None or site[0] is None:
         return False
     found = sources.site_dict(site)
     return (found["path"], found["line"]) == where
-
-
-def _name_sync(py_call: str | None, entry: tuple | None) -> tuple[str, str, str]:
-    """(kind, op, reason) of a sync seen on CUDA, from the Python call and the aten op
-    (`on_op`'s entry) it happened in: the Python-level name wins, copies are named by direction."""
-    kind, op, reason = "sync", "unknown", ""
-    packet = None
-    if entry is not None:
-        packet, args, _site, rule, op = entry
-        kind = rule.kind if rule is not None and packet not in _COPY_OPS else _classify_warning(packet, args)
-        reason = rule.reason if rule is not None else ""
-    if py_call is not None:
-        rule = catalog.PY_RULES_BY_NAME.get(py_call)
-        if rule is not None:
-            reason = rule.reason
-            if packet not in _COPY_OPS:
-                kind = rule.kind
-        op = py_call
-    return kind, op, reason
-
-
-def _classify_warning(packet: str, args) -> str:
-    """The event kind of a sync debug mode warning raised inside aten op `packet` (CUDA)."""
-    if packet in _COPY_OPS:
-        ts = _tensors(args, [])
-        if packet == "aten.copy_" and len(ts) >= 2:
-            dst, src = ts[0], ts[1]
-            return "h2d-copy" if src.device.type == "cpu" else "d2h-copy" if dst.device.type == "cpu" else "sync"
-        return "h2d-copy" if ts and ts[0].device.type == "cpu" else "d2h-copy"
-    rules = catalog.OP_RULES_BY_NAME.get(packet)
-    return rules[0].kind if rules else "sync"
 
 
 class _FunctionMode(TorchFunctionMode):
@@ -565,8 +537,12 @@ class _FunctionMode(TorchFunctionMode):
             finally:
                 it.quiet -= 1
         if func not in _CALLS or it.in_handler or it.rec is None or it.py_call is not None:
-            return func(*args, **kwargs)
-        return it.on_call(func, args, kwargs)
+            proceed = functools.partial(func, *args, **kwargs)
+        else:
+            proceed = functools.partial(it.on_call, func, args, kwargs)
+        if func in residence.WATCHED and it.emulate and it.rec is not None and not it.in_handler:
+            return it.residence.call(func, args, kwargs, proceed, it.emit)
+        return proceed()
 
 
 _DISPATCH_MODE: type | None = None

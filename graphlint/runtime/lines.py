@@ -76,6 +76,10 @@ class LineRecorder:
         found.add(frame.f_lineno)
         return on_line
 
+    def code_objects(self) -> list:
+        """The code objects of user files that ran inside the recorder (graphlint.runtime.record)."""
+        return [code for code, found in self._user.items() if found is not None]
+
     def as_report(self) -> dict[str, list[int]]:
         """`{relative path: sorted lines}` for the report."""
         merged: dict[str, set[int]] = {}

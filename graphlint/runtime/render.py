@@ -37,6 +37,27 @@ def _ms(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f} ms"
 
 
+def describe_features(features: dict[str, Any]) -> str:
+    """One line of what a target's configuration exercises (hf targets: `targets_hf.make`)."""
+    parts = []
+    if features.get("layers") is not None:
+        kinds = features.get("layer_kinds") or {}
+        listed = ", ".join(f"{n} {kind}" for kind, n in kinds.items())
+        parts.append(f"{features['layers']} layers" + (f" ({listed})" if listed else ""))
+    if features.get("moe_layers"):
+        parts.append(f"{features['moe_layers']} MoE + {features.get('dense_layers') or 0} dense"
+                     + (f", experts={features['experts']}" if features.get("experts") else ""))
+    if features.get("sliding_layers"):
+        parts.append(f"window {features.get('window')} on {features['sliding_layers']} layer(s)")
+    if features.get("attn"):
+        parts.append(f"attn={features['attn']}")
+    if features.get("prefill"):
+        parts.append(f"prefill {features['prefill']} tokens")
+    if features.get("attn_fallback"):
+        parts.append(features["attn_fallback"])
+    return "; ".join(parts)
+
+
 def render_runtime(runtime: dict[str, Any], console) -> None:
     """Print the runtime half of a report on `console` (a rich Console)."""
     if runtime.get("verdict") == "error":
@@ -50,6 +71,9 @@ def render_runtime(runtime: dict[str, Any], console) -> None:
         + f" on {escape(', '.join(runtime.get('devices', [])))} {escape('[' + runtime.get('mode', '?') + ']')},"
         f" torch {escape(runtime.get('torch', '?'))}"
     )
+    features = target.get("features")
+    if features:
+        console.print(f"  exercises  {escape(describe_features(features))}")
     phases = runtime.get("phases", {})
     for name in ("sync", "allocation", "capture", "replay", "bench"):
         phase = phases.get(name, {})
@@ -99,6 +123,8 @@ def _phase_line(name: str, phase: dict, runtime: dict) -> str:
             text = f"{b.get('device')}: eager {_ms(b.get('eager_ms'))}/step, replay {_ms(b.get('replay_ms'))}"
             if b.get("speedup"):
                 text += f", {b['speedup']:.2f}x"
+            if b.get("note") and runtime.get("mode") == "cpu-emulation":
+                text += f" ({b['note'].removeprefix('replay n/a without CUDA; ')})"  # what the eager figure measures
             parts.append(text)
         return "; ".join(parts)
     return ""

@@ -36,6 +36,15 @@ class TargetError(UsageError):
     """The target cannot be found, imported, built, or does not follow the protocol."""
 
 
+class UnsupportedTarget(TargetError):
+    """The harness cannot run this kind of target at all (an architecture that keeps its own cache):
+    verdict `unsupported`. A factory says so with a TargetError whose message starts with PREFIX
+    (the message is all that crosses the worker's process boundary)."""
+
+    PREFIX = "unsupported: "
+    verdict = "unsupported"
+
+
 # `hf:NAME` (or `hf` with --option model=...): the bundled transformers causal-LM target.
 HF_PREFIX = "hf"
 HF_FACTORY = "graphlint.runtime.targets_hf:make"
@@ -168,10 +177,14 @@ def build(factory: Callable[..., Any], device, options: dict[str, Any], guard=No
             target = guard.call("factory", factory, device, **options)
         else:
             target = factory(device, **options)
+    except TargetError:
+        raise  # the factory's own account of why it cannot build (hf targets)
     except TypeError as exc:
-        raise TargetError(f"building the target failed (check --option names): {exc}") from None
+        if _options_refused(factory, device, options):
+            raise TargetError(f"building the target failed (check --option names): {exc}") from None
+        raise TargetError(f"building the target failed: TypeError: {exc}{_raised_at(exc)}") from None
     except Exception as exc:
-        raise TargetError(f"building the target failed: {type(exc).__name__}: {exc}") from None
+        raise TargetError(f"building the target failed: {type(exc).__name__}: {exc}{_raised_at(exc)}") from None
     missing = [name for name in PROTOCOL if not callable(getattr(target, name, None))]
     if not hasattr(target, "device"):
         missing.append("a device attribute")
@@ -179,6 +192,28 @@ def build(factory: Callable[..., Any], device, options: dict[str, Any], guard=No
         raise TargetError(f"the target object ({type(target).__name__}) lacks {', '.join(missing)} "
                           "(protocol: device, reset(), prepare(step), step())")
     return guard.wrap(target) if guard is not None else target
+
+
+def _options_refused(factory: Callable[..., Any], device, options: dict[str, Any]) -> bool:
+    """The factory's signature does not take these options (a TypeError raised inside the factory
+    is not the options' fault)."""
+    import inspect
+
+    try:
+        inspect.signature(factory).bind(device, **options)
+    except TypeError:
+        return True
+    except ValueError:  # no signature to check (a builtin)
+        return bool(options)
+    return False
+
+
+def _raised_at(exc: BaseException) -> str:
+    """` (at file:line)`: the innermost frame of the exception, library frames included."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f" (at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno})" if tb is not None else ""
 
 
 def describe(target: Any) -> dict[str, Any]:

@@ -26,10 +26,15 @@ def render(result: AuditResult, stream: TextIO, color: bool | None = None) -> No
         style = _STYLE.get(row.cls, "red")
         findings = " ".join(f"{rule}x{n}" if n > 1 else rule for rule, n in row.findings.items())
         location = f"{row.path}:{row.line}" if row.line else row.path
-        table.add_row(f"[{style}]{row.cls}[/]", row.region, escape(row.function), escape(location), findings,
+        # `*`: the region file names it (the step ran it); the others are reached from roots.
+        function = escape(row.function) + (" [bold]*[/]" if row.recorded else "")
+        table.add_row(f"[{style}]{row.cls}[/]", row.region, function, escape(location), findings,
                       escape(row.reason))
     console.print(table)
     counts = result.counts()
+    recorded = sum(1 for row in result.rows if row.recorded)
+    if recorded:
+        console.print(f"[bold]*[/] {recorded} functions from the region file (they ran inside the recorded step)")
     console.print("[bold]by class:[/] " + ", ".join(f"{name} {count}" for name, count in counts.items()))
     if result.unresolved:
         console.print(f"\n[bold]unresolved calls ({len(result.unresolved)}):[/] not followed; the code they reach is not audited")

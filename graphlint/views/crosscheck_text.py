@@ -12,8 +12,9 @@ MAX_LISTED = 25
 
 def render_crosscheck(crosscheck: dict[str, Any], console) -> None:
     counts = crosscheck.get("counts") or {}
+    unlinted = f"{counts['not_linted']} not linted, " if counts.get("not_linted") else ""
     console.print(f"\n[bold]cross-check[/bold] (static x runtime): {counts.get('missed_by_static', 0)} missed by static, "
-                  f"{counts.get('confirmed', 0)} confirmed, {counts.get('not_confirmed', 0)} not confirmed, "
+                  f"{unlinted}{counts.get('confirmed', 0)} confirmed, {counts.get('not_confirmed', 0)} not confirmed, "
                   f"{counts.get('not_exercised', 0)} not exercised")
     missed = crosscheck.get("missed_by_static") or []
     if missed:
@@ -25,6 +26,14 @@ def render_crosscheck(crosscheck: dict[str, Any], console) -> None:
         console.print(f"  {where}  [red]{escape(str(entry.get('kind')))}[/red] {escape(str(entry.get('op')))}"
                       f"  -> {escape(family)}{outside}")
     _more(console, missed)
+    unseen = crosscheck.get("not_linted") or []
+    if unseen:
+        console.print("[bold yellow]not linted[/bold yellow] (the runtime saw it where the static half did not look):")
+    for entry in unseen[:MAX_LISTED]:
+        where = escape(f"{entry.get('path')}:{entry.get('line')}")
+        console.print(f"  {where}  [yellow]{escape(str(entry.get('kind')))}[/yellow] {escape(str(entry.get('op')))}"
+                      f"  [dim]{escape(str(entry.get('reason')))}[/dim]")
+    _more(console, unseen)
     confirmed = crosscheck.get("confirmed") or []
     if confirmed:
         console.print("[bold]confirmed[/bold] (a finding and a runtime record on the same statement):")
@@ -46,3 +55,19 @@ def render_crosscheck(crosscheck: dict[str, Any], console) -> None:
 def _more(console, items: list) -> None:
     if len(items) > MAX_LISTED:
         console.print(f"  ... {len(items) - MAX_LISTED} more in the JSON report")
+
+
+def render_third_party(section: dict[str, Any], console) -> None:
+    """`static.third_party`: the findings in the third-party code the step ran, one line each."""
+    findings = [f for f in section.get("findings") or [] if isinstance(f, dict) and not f.get("suppressed")]
+    files = section.get("files") or []
+    gating = "gating (--gate-third-party)" if section.get("gates") else "not gating"
+    packages = ", ".join(section.get("packages") or [])
+    console.print(f"[bold]third-party code the step ran[/bold] ({escape(packages)}: {len(files)} files, "
+                  f"{len(findings)} findings, {gating}):")
+    for finding in findings[:MAX_LISTED]:
+        console.print(f"  {escape(str(finding.get('path')))}:{finding.get('line')}:{finding.get('col')} "
+                      f"[bold]{escape(str(finding.get('rule')))}[/bold] {escape(str(finding.get('message')))} "
+                      f"[dim]\\[{escape(str(finding.get('name')))}][/dim]")
+    _more(console, findings)
+    console.print()

@@ -26,21 +26,6 @@ def write_output(output: str, text: str, protect: Sequence[str | Path] = ()) -> 
         fail(f"{output}: cannot write the report: {error.strerror or error}")
 
 
-def stdin_source(max_bytes: int) -> str:
-    """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
-    exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
-    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
-
-    try:
-        return decode(read_stream(sys.stdin.buffer, max_bytes))
-    except TooLarge:
-        fail(f"stdin: larger than max-file-size ({max_bytes:,} bytes): not read")
-    except SourceError as error:
-        fail(f"stdin: not Python source: {error}")
-    except OSError as error:
-        fail(f"stdin: cannot read: {error.strerror or error}")
-
-
 def linted_files(report: Report, root: Path) -> list[Path]:
     """The files a report's static half read: an output path must never replace one of them."""
     return [root / name for name in report.static.files] if report.static is not None else []

@@ -4,22 +4,14 @@ process (a caller collecting the report). stdout stays the report's."""
 from __future__ import annotations
 
 import sys
+
+from graphlint.terminal import real_stderr  # noqa: F401 - the views and the runtime ask it
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator
 
 # Below this many files a check takes about a second: no progress to show.
 LONG_CHECK_FILES = 200
-
-
-def real_stderr() -> bool:
-    """stderr is a file descriptor (a terminal, a pipe, a CI log), not a stream captured in
-    process (a caller collecting the report), which gets no progress lines."""
-    try:
-        sys.stderr.fileno()
-    except (AttributeError, OSError, ValueError):
-        return False
-    return True
 
 
 @contextmanager

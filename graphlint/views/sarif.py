@@ -85,6 +85,9 @@ def _region(line: int, col: int | None = None, end_line: int | None = None, end_
     return region
 
 
+THIRD_PARTY_ROOT = "PACKAGES"  # the site-packages folder of the run: third-party paths are relative to it
+
+
 def _location(path: str, region: dict, function: str | None) -> dict[str, Any]:
     location: dict[str, Any] = {"physicalLocation": {
         "artifactLocation": {"uri": path, "uriBaseId": SRCROOT},
@@ -153,6 +156,24 @@ def to_sarif(report: Report) -> str:
             # Both halves saw it: the runtime records it matched, and the message says so.
             result["properties"]["confirmedAtRuntime"] = True
             result["properties"]["runtime"] = seen
+            result["message"]["text"] += f" (confirmed at runtime: {describe(seen)})"
+        results.append(result)
+    third_party = report.static.extra.get("third_party") if report.static is not None else None
+    for finding in report.static.third_party() if report.static is not None else []:
+        # Third-party code the step ran (runtime --lint): marked, relative to its package folder,
+        # and a note unless the run gates on it.
+        if finding.rule not in index:
+            index[finding.rule] = len(rules)
+            rules.append({"id": finding.rule, "name": finding.name or finding.rule,
+                          "shortDescription": {"text": finding.message}})
+        result = _static_result(finding, index[finding.rule], False)
+        result["locations"][0]["physicalLocation"]["artifactLocation"]["uriBaseId"] = THIRD_PARTY_ROOT
+        result["properties"]["thirdParty"] = True
+        if not third_party.get("gates"):
+            result["level"] = "note"
+        seen = confirmation(marked, finding)
+        if seen:
+            result["properties"]["confirmedAtRuntime"] = True
             result["message"]["text"] += f" (confirmed at runtime: {describe(seen)})"
         results.append(result)
     for event in located_runtime_events(report.runtime):

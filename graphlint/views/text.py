@@ -154,6 +154,10 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
                 console.print(f"  [green]fix:[/] {escape(printable(finding.fix))}")
             if shown:
                 console.print()
+        if isinstance(static.extra.get("third_party"), dict) and not quiet:  # runtime --lint, check --runtime
+            from graphlint.views.crosscheck_text import render_third_party
+
+            render_third_party(static.extra["third_party"], console)
         unresolved = getattr(static, "unresolved_calls", None) or []
         if unresolved and not quiet:
             # Reachable calls the call graph could not follow: the code behind them is not checked.

@@ -14,10 +14,10 @@ from graphlint.runtime import crosscheck, lint_target
 from graphlint.runtime.command import runtime_command
 from graphlint.runtime.harness import run_harness
 
-from runtime_helpers import REPO, marked_line, target
+from runtime_helpers import marked_line, target
 
 PLANTED = ["clean", "item_sync", "frozen_scalar", "dynamic_output", "missed_syncs", "multigpu", "other_device",
-           "stale_input", "misbehave"]
+           "stale_input", "misbehave", "adapter"]
 
 # What the runtime sees on the planted targets and the reference port that no rule flags, with
 # why no rule should (or can, in the static half as it is): (target, source, kind, line marker or None).
@@ -54,9 +54,7 @@ REFERENCE_MISSES = {
 
 def _both(name: str) -> tuple[dict, object, dict]:
     runtime = run_harness(name if name == "reference" else target(name), "cpu", None, bench=False)
-    config = load(None)
-    static = lint_target.lint(runtime, config, jobs=1)
-    joined = crosscheck.join(static.findings, runtime, config.root, REPO, static.files)
+    static, joined = lint_target.lint_and_join(runtime, load(None), jobs=1)
     return runtime, static, joined
 
 
@@ -75,7 +73,9 @@ def test_every_runtime_record_is_confirmed_or_missed(planted):
         # a record confirmed by two findings on one statement counts once per finding
         seen = {(r["source"], r["kind"], r["op"], r["line"]) for c in joined["confirmed"] for r in c["runtime"]
                 if r["source"] != "allocation"}
-        assert len(seen) + len(joined["missed_by_static"]) == _records(runtime), name
+        assert len(seen) + len(joined["missed_by_static"]) + len(joined["not_linted"]) == _records(runtime), name
+        # what the step ran was linted as captured code: nothing it saw is outside the static half's view
+        assert joined["not_linted"] == [], (name, joined["not_linted"])
         assert counted >= len(seen)
 
 
@@ -96,8 +96,43 @@ def test_planted_hazards_are_confirmed_on_their_lines(planted):
     # Event.synchronize sits under `if self.on_cuda:`, which the CPU emulation never runs.
     exercised = {(e["rule"], e["line"]) for e in planted["missed_syncs"][2]["not_exercised"]}
     assert ("GL106", marked_line("missed_syncs", "event-sync")[1]) in exercised
-    assert planted["clean"][2]["counts"] == {"missed_by_static": 0, "confirmed": 0, "not_confirmed": 0,
-                                            "not_exercised": 0}
+    assert planted["clean"][2]["counts"] == {"missed_by_static": 0, "not_linted": 0, "confirmed": 0,
+                                            "not_confirmed": 0, "not_exercised": 0}
+
+
+def test_the_adapter_is_linted_through_its_indirection(planted):
+    """step() calls a runner the linter cannot type: the functions that ran are the static region,
+    so every cause is confirmed by a finding on its line; with step() as the only root, none is."""
+    runtime, _static, joined = planted["adapter"]
+    confirmed = {(c["rule"], c["line"]) for c in joined["confirmed"]}
+    assert {("GL101", marked_line("adapter_runner", "item")[1]), ("GL301", marked_line("adapter_runner", "nonzero")[1]),
+            ("GL201", marked_line("adapter_runner", "branch")[1])} <= confirmed
+    assert joined["missed_by_static"] == [] and joined["not_linted"] == []
+    # With step() as the only root, the runner is reached only as a candidate (the one linted
+    # class with a `run` method), and the chain says so: the recorded functions make it exact.
+    _static, blind = lint_target.lint_and_join({**runtime, "functions": []}, load(None), jobs=1)
+    assert blind["missed_by_static"] == []
+    assert blind["confirmed"] and all(any("[candidate for" in step for step in c["reached_via"])
+                                      for c in blind["confirmed"])
+
+
+def test_a_record_in_code_the_static_half_placed_outside_the_region_is_not_linted(tmp_path):
+    src = tmp_path / "m.py"
+    src.write_text("def f(x):\n    return x.item()\n\nX = 1\n")
+    runtime = {"sync_events": [{"kind": "host-read", "op": "Tensor.item", "path": str(src), "line": 2, "function": "f"},
+                               {"kind": "host-read", "op": "Tensor.item", "path": str(src), "line": 4, "function": "?"},
+                               {"kind": "host-read", "op": "Tensor.item", "path": "/elsewhere/g.py", "line": 3}],
+               "replay": {"hazards": []}, "executed": {}}
+    analysed = {str(src.resolve()): [(1, 2, "host", "f", "`# graphlint: host` marker")]}
+    joined = crosscheck.join([], runtime, tmp_path, tmp_path, ["m.py"], analysed=analysed)
+    assert joined["missed_by_static"] == []
+    reasons = [entry["reason"] for entry in joined["not_linted"]]
+    assert reasons == ["f was placed in the host region by the static half: `# graphlint: host` marker",
+                       "module-level code, outside any function",
+                       "the file was not linted (outside the project and every package folder)"]
+    analysed[str(src.resolve())] = [(1, 2, "captured", "f", "capture site")]
+    again = crosscheck.join([], runtime, tmp_path, tmp_path, ["m.py"], analysed=analysed)
+    assert [(m["line"], m["linted"]) for m in again["missed_by_static"]] == [(2, True)]
 
 
 def test_the_reference_port():
@@ -159,7 +194,8 @@ def test_allocation_sites_confirm_allocation_findings_and_are_never_misses(tmp_p
     runtime = {"sync_events": [], "replay": {"hazards": []}, "executed": {"m.py": [2, 3]},
                "allocations": {"sites": [{"path": "m.py", "line": 2, "ops": ["aten.new_zeros"]}]}}
     joined = crosscheck.join([_finding("GL401", "m.py", 2)], runtime, tmp_path, tmp_path, ["m.py"])
-    assert joined["counts"] == {"missed_by_static": 0, "confirmed": 1, "not_confirmed": 0, "not_exercised": 0}
+    assert joined["counts"] == {"missed_by_static": 0, "not_linted": 0, "confirmed": 1, "not_confirmed": 0,
+                                "not_exercised": 0}
     assert joined["confirmed"][0]["runtime"][0]["source"] == "allocation"
 
 

@@ -1,0 +1,301 @@
+"""What calls, containers and annotations give in the call graph's evaluation: builtins (`list`,
+`dict`, `getattr`, `super`), container methods and iteration, library calls (`nn.ModuleList`,
+`islice`, `partial`, `torch.compile`), declared types, and what a function's call sites pass to
+its parameters. A mixin of graphlint.callgraph.values.Project.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from graphlint.analysis import catalog
+from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, SUPER, \
+    TUPLE, join as _join
+
+_LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
+                         "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
+                         "AbstractSet", "Reversible"})
+_DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "ModuleDict"})
+_WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
+_SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
+# Library calls whose result runs the callable they wrap (`torch.compile(model)`):
+# graphlint/data/call_graph.toml.
+WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
+# A function called from more places than this says little about what one call passes.
+_MAX_CALL_SITES = 8
+
+
+class CallResults:
+    """The calls half of Project's evaluation (it provides eval, attr, element, member, mro,
+    call_targets and the indexed functions)."""
+
+    functions: dict
+    classes: dict
+    modules: dict
+    _sites: Any
+    _passing: set
+
+    def passed_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
+        """What the call sites of a function pass to one of its parameters (`LayerStack(layers)`:
+        the container holds what its constructor was given; `self.capture(bs, forward)`: the
+        step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never."""
+        if param.startswith("*"):
+            return set()
+        function = self.functions.get((path, qualname))
+        if function is None:
+            return set()
+        method = function["class"] is not None and "staticmethod" not in function["decorators"]
+        if qualname.endswith(".__init__"):
+            cls = (path, qualname[: -len(".__init__")])
+            if cls not in self.classes:
+                return set()
+            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in {v[1] for v in values if v[0] == CLS}
+        else:
+            key = (path, qualname)
+            short = qualname.rsplit(".", 1)[-1]
+            matches = lambda values: key in {t[1] for t in self.call_targets(values)}  # noqa: E731
+        position = index - 1 if method else index  # a method's `self` is not passed
+        out: set = set()
+        matched = 0
+        for call, scope in self._call_sites().get(short, ()):
+            if (call, scope[:2]) in self._passing or not matches(self.eval(call[1], scope)):
+                continue
+            matched += 1
+            if matched > _MAX_CALL_SITES:
+                return set()
+            args = call[2] if len(call) > 2 else ()
+            kwargs = dict(call[3]) if len(call) > 3 else {}
+            self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
+            try:
+                if param in kwargs:
+                    out |= self.eval(kwargs[param], scope)
+                elif 0 <= position < len(args) and not any(type(a) is tuple and a[:1] == ("star",)
+                                                           for a in args[:position + 1]):
+                    out |= self._arg(args, position, scope)
+            finally:
+                self._passing.discard((call, scope[:2]))
+        return out
+
+    def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
+        """Every call with arguments recorded, by its callee's last name (built once)."""
+        if self._sites is None:
+            self._sites = {}
+            for key, function in self.functions.items():
+                owner = (key[0], function["class"]) if function["class"] else None
+                for call in function["calls"] + function["once"]:
+                    if len(call) < 3:
+                        continue
+                    callee = call[1]
+                    last = callee if type(callee) is str else callee[2] if type(callee) is tuple and callee[:1] == ("a",) else ""
+                    if last:
+                        self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
+        return self._sites
+
+    def _builtin_call(self, name: str, args: Sequence, kwargs: dict, scope: tuple) -> set:
+        if name in _SEQ_BUILTINS:
+            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
+        if name == "enumerate":
+            return {(LIST, frozenset({(TUPLE, (_EMPTY, frozenset(self.element(self._arg(args, 0, scope)))))}))}
+        if name == "zip":
+            parts = tuple(frozenset(self.element(self._arg(args, i, scope))) for i in range(len(args)))
+            return {(LIST, frozenset({(TUPLE, parts)}))}
+        if name == "next":
+            return self.element(self._arg(args, 0, scope))
+        if name == "dict":
+            keys: set = set()
+            values: set = set()
+            for value in self._arg(args, 0, scope):
+                if value[0] == DICT:
+                    keys |= value[1]
+                    values |= value[2]
+                for item in (value[1] if value[0] == LIST else ()):
+                    if item[0] == TUPLE and len(item[1]) == 2:
+                        keys |= item[1][0]
+                        values |= item[1][1]
+            for expr in kwargs.values():
+                values |= self.eval(expr, scope)
+            return {(DICT, frozenset(keys), frozenset(values))}
+        if name == "getattr" and len(args) >= 2 and type(args[1]) is tuple and args[1][0] == "str":
+            found = self.attr(self._arg(args, 0, scope), args[1][1])
+            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
+        if name == "getattr" and args:
+            # `getattr(impls, config.backend)`: a name chosen at run time may be any of them.
+            found = self._any_attribute(self._arg(args, 0, scope))
+            return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
+        if name == "super":
+            path, qualname, self_class = scope
+            function = self.functions.get((path, qualname or ""))
+            start = None
+            if args:
+                start = next((v[1] for v in self._arg(args, 0, scope) if v[0] == CLS), None)
+            elif function is not None and function["class"]:
+                start = (path, function["class"])
+            return {(SUPER, start, self_class or start)} if start is not None else set()
+        return set()
+
+    def _any_attribute(self, values: frozenset) -> set:
+        """What `getattr(obj, name)` may give when the name is computed: every function and class
+        of a linted module, every method of a linted instance (its dunders and constructors aside)."""
+        out: set = set()
+        for value in values:
+            if value[0] == MOD:
+                path = self.modules[value[1]]
+                out.update((FN, key, None) for key in self.functions
+                           if key[0] == path and "." not in key[1])
+                out.update((CLS, key) for key in self.classes if key[0] == path and "." not in key[1])
+            elif value[0] == INST:
+                for owner in self.mro(value[1])[0]:
+                    for method in self.classes[owner]["methods"]:
+                        if not method.startswith("__"):
+                            out |= {v for v in self.member(value[1], method, value[1]) if v[0] == FN}
+            elif value[0] in (EXT, PEXT, DYN):
+                out.add((DYN, "an attribute chosen at run time"))
+        return out
+
+    def _container_call(self, method: str, container: tuple) -> set:
+        tag = container[0]
+        keys = container[1] if tag == DICT else _EMPTY
+        values = container[2] if tag == DICT else frozenset(self.element(frozenset({container})))
+        if method == "items":
+            return {(LIST, frozenset({(TUPLE, (keys, values))}))}
+        if method == "values":
+            return {(LIST, values)}
+        if method == "keys":
+            return {(LIST, keys)}
+        if method == "copy":
+            return {container}
+        return set(values)
+
+    def _library_call(self, dotted: str, args: Sequence, scope: tuple) -> set:
+        short = dotted.rsplit(".", 1)[-1]
+        if short in ("ModuleList", "ParameterList"):
+            return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
+        if short == "Sequential":
+            items: set = set()
+            for index in range(len(args)):
+                items |= self._arg(args, index, scope)
+            return {(LIST, frozenset(items))}
+        if short == "ModuleDict":
+            items = set()
+            for value in self._arg(args, 0, scope):
+                if value[0] == DICT:
+                    items |= value[2]
+            return {(DICT, _EMPTY, frozenset(items))}
+        if dotted in ("itertools.islice", "itertools.chain"):
+            # `islice(self.layers, start, end)` (pipeline-parallel models) iterates the modules.
+            count = 1 if short == "islice" else len(args)
+            items = set()
+            for index in range(count):
+                items |= self.element(self._arg(args, index, scope))
+            return {(LIST, frozenset(items))}
+        if dotted in ("functools.partial", "functools.wraps", "functools.lru_cache", "functools.cache"):
+            return set(self._arg(args, 0, scope))  # calling a partial calls its function
+        if dotted in WRAPS_CALLABLE:
+            # `torch.compile(model)`: the compiled module runs the model's forward.
+            return set(self._arg(args, 0, scope)) or {(EXT, _join(dotted, "()"))}
+        return {(EXT, _join(dotted, "()"))}
+
+    def annotation(self, ann: Any, scope: tuple) -> set:
+        if not ann:
+            return set()
+        if type(ann) is str:
+            name, args = ann, ()
+        elif ann[0] == "tu":
+            out: set = set()
+            for part in ann[1]:
+                out |= self.annotation(part, scope)
+            return out
+        else:
+            _, name, args = ann
+        short = name.rsplit(".", 1)[-1]
+        if name in ("None", "...", "[]"):
+            return set()
+        if short in _WRAPPERS:
+            return self.annotation(args[0], scope) if args else set()
+        if short == "Union":
+            out = set()
+            for part in args:
+                out |= self.annotation(part, scope)
+            return out
+        if short in ("tuple", "Tuple"):
+            if len(args) == 2 and args[1] == "...":
+                return {(LIST, frozenset(self.annotation(args[0], scope)))}
+            return {(TUPLE, tuple(frozenset(self.annotation(a, scope)) for a in args))}
+        if short in _LIST_TYPES:
+            return {(LIST, frozenset(self.annotation(args[0], scope)) if args else _EMPTY)}
+        if short in _DICT_TYPES:
+            key = frozenset(self.annotation(args[0], scope)) if len(args) > 0 else _EMPTY
+            value = frozenset(self.annotation(args[1], scope)) if len(args) > 1 else _EMPTY
+            return {(DICT, key, value)}
+        if short in ("type", "Type"):
+            return {(CLS, v[1]) for v in self.annotation(args[0], scope) if v[0] == INST} if args else set()
+        if short == "Callable":
+            return {(DYN, "a value annotated Callable")}
+        head, *rest = name.split(".")
+        values = frozenset(self.name(head, scope))
+        for attr in rest:
+            values = frozenset(self.attr(values, attr))
+        out = set()
+        for value in values:
+            if value[0] == CLS:
+                # A value typed as a class may be any linted subclass: calls on it reach every
+                # override (`self.layers[i].update(...)` on a cache layer base class).
+                out.add((INST, value[1]))
+                out.update((INST, sub) for sub in self.subclasses(value[1]))
+            elif value[0] in (EXT, PEXT):
+                out.add(value)
+        return out
+
+    # ----- containers ---------------------------------------------------------------------------
+    def element(self, values: frozenset) -> set:
+        out: set = set()
+        for value in values:
+            tag = value[0]
+            if tag == LIST:
+                out |= value[1]
+            elif tag == TUPLE:
+                for part in value[1]:
+                    out |= part
+            elif tag == DICT:
+                out |= value[1]
+            elif tag in (EXT, PEXT):
+                out.add((tag, _join(value[1], "[]")))
+            elif tag == DYN:
+                out.add(value)
+            elif tag == INST:
+                # A container class of the engine's own: what its `__iter__` gives, else what
+                # its `__getitem__` returns (Python iterates by index then).
+                out |= self.iterated(value[1])
+        return out
+
+    def iterated(self, cls: tuple[str, str]) -> set:
+        if self.defines(cls, "__iter__"):
+            out: set = set()
+            for returned in self.returns_of(self.member(cls, "__iter__", cls)):
+                out |= self.element(frozenset({returned})) if returned[0] != INST else {returned}
+            return out
+        if self.defines(cls, "__getitem__"):
+            return self.returns_of(self.member(cls, "__getitem__", cls))
+        return set()
+
+    def index(self, values: frozenset, position: int | None) -> set:
+        out: set = set()
+        for value in values:
+            tag = value[0]
+            if tag == TUPLE and position is not None and -len(value[1]) <= position < len(value[1]):
+                out |= value[1][position]
+            elif tag == DICT:
+                out |= value[2]
+            elif tag == INST:
+                out |= self.returns_of(self.member(value[1], "__getitem__", value[1]))
+            else:
+                out |= self.element(frozenset({value}))
+        return out
+
+    def sliced(self, values: frozenset) -> set:
+        out: set = set()
+        for value in values:
+            if value[0] == TUPLE:
+                out.add((LIST, frozenset().union(*value[1]) if value[1] else _EMPTY))
+            elif value[0] in (LIST, EXT, PEXT, DYN):
+                out.add(value)
+        return out

@@ -1,0 +1,116 @@
+"""Small configs that keep each family's shape (`hf_configs.py`), the attention fallback, and the
+honest outcomes of `hf:MODEL` targets that cannot be built or run."""
+from __future__ import annotations
+
+import pytest
+
+transformers = pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from graphlint.cli import main  # noqa: E402
+from graphlint.runtime import hf_configs, targets, targets_hf  # noqa: E402
+from graphlint.runtime.harness import run_harness  # noqa: E402
+from graphlint.runtime.targets import TargetError, UnsupportedTarget  # noqa: E402
+
+
+def _kinds(model_type: str):
+    config = hf_configs.small_config(transformers, model_type)
+    layers = hf_configs.decoder_layers(hf_configs.meta_model(transformers, config), config.num_hidden_layers)
+    moe = [hf_configs.is_moe(layer) for layer in layers]
+    return config, set(getattr(config, "layer_types", None) or []), moe
+
+
+def test_mla_dims_are_scaled_together_and_both_mlp_kinds_appear():
+    default = transformers.CONFIG_MAPPING["deepseek_v3"]()
+    config, _, moe = _kinds("deepseek_v3")
+    scale = config.qk_rope_head_dim / default.qk_rope_head_dim
+    for key in ("qk_nope_head_dim", "v_head_dim"):
+        assert getattr(config, key) == getattr(default, key) * scale  # one factor for every head dim
+    assert config.num_key_value_heads == config.num_attention_heads  # MLA: one kv head per head
+    assert config.kv_lora_rank < default.kv_lora_rank and config.q_lora_rank < default.q_lora_rank
+    assert True in moe and False in moe  # first_k_dense_replace leaves a dense layer and an MoE one
+    step = targets_hf.make("cpu", model="deepseek_v3", cache_len=8, experts="batched_mm")
+    step.reset()
+    step.prepare(0)
+    assert step.step().shape == (1, hf_configs.VOCAB)
+
+
+@pytest.mark.parametrize("model_type, kinds", [
+    ("qwen3_next", {"linear_attention", "full_attention"}),
+    ("lfm2", {"conv", "full_attention"}),  # its default config has no conv layer: named by its source
+    ("jamba", {"linear_attention", "full_attention"}),
+    ("bamba", {"linear_attention", "full_attention"}),
+    ("gemma3_text", {"sliding_attention", "full_attention"}),
+])
+def test_every_layer_kind_appears(model_type, kinds):
+    config, found, _ = _kinds(model_type)
+    assert kinds <= found
+    assert config.num_hidden_layers <= hf_configs.MAX_LAYERS
+
+
+def test_jamba_keeps_dense_and_moe_layers():
+    _, _, moe = _kinds("jamba")
+    assert True in moe and False in moe
+
+
+def test_a_read_only_head_dim_is_not_set():
+    config = hf_configs.small_config(transformers, "falcon")  # FalconConfig.head_dim is a property
+    assert "head_dim" not in hf_configs.settable(type(config))
+    assert config.head_dim == config.hidden_size // config.num_attention_heads
+
+
+def test_no_sdpa_falls_back_to_eager_and_says_so():
+    step = targets_hf.make("cpu", model="gemma2", cache_len=8)
+    assert step.features["attn"] == "eager"
+    assert "no sdpa support" in step.features["attn_fallback"]
+    with pytest.raises(TargetError, match=r"--option attn=eager"):
+        targets_hf.make("cpu", model="gemma2", cache_len=8, attn="sdpa")
+
+
+def test_the_report_lists_what_the_config_exercises():
+    runtime = run_harness("hf:gpt_oss", "cpu", 2, options={"experts": "batched_mm"}, bench=False, isolate=False)
+    features = runtime["target"]["features"]
+    assert features["moe_layers"] == 2 and features["window"] == hf_configs.WINDOW
+    assert features["layer_kinds"] == {"sliding_attention": 1, "full_attention": 1}
+    assert features["prefill"] == targets_hf.PREFILL and features["attn"] == "eager"
+
+
+def test_an_architecture_with_its_own_cache_is_unsupported():
+    with pytest.raises(UnsupportedTarget, match=r"^unsupported: MiniMaxForCausalLM refuses a StaticCache"):
+        run_harness("hf:minimax", "cpu", 2, bench=False, isolate=False)
+
+
+def test_experts_on_an_moe_without_switchable_implementations():
+    with pytest.raises(ValueError, match=r"JetMoeForCausalLM has no experts implementations \(its MoE layers "
+                                         r"run their own expert code"):
+        targets_hf.make("cpu", model="jetmoe", cache_len=8, experts="eager")
+
+
+def test_a_model_that_cannot_be_built_is_an_error_with_its_location():
+    result = CliRunner().invoke(main, ["runtime", "hf:cohere_compass_text", "--no-bench"])
+    assert result.exit_code == 2, result.output
+    assert "(at transformers/models/cohere_compass/modeling_cohere_compass.py:" in result.output
+    assert "check --option names" not in result.output and "Traceback" not in result.output
+
+
+def test_a_type_error_inside_a_factory_is_not_blamed_on_options(tmp_path):
+    source = tmp_path / "broken.py"
+    source.write_text("def make(device):\n    return len(3)\n")
+    with pytest.raises(TargetError) as raised:
+        targets.build(targets.load_factory(f"{source}:make"), torch.device("cpu"), {})
+    assert "check --option names" not in str(raised.value) and f"{source}:2" in str(raised.value)
+    with pytest.raises(TargetError, match="check --option names"):
+        targets.build(targets.load_factory(f"{source}:make"), torch.device("cpu"), {"nope": 1})
+
+
+def test_the_prefill_makes_the_first_step_a_decode_step():
+    # Without a prefill, the hybrid model's first step takes the prefill path of its conv layers:
+    # one record at the branch, the rest its symptoms. With the default prefill, steps agree.
+    cold = run_harness("hf:falcon_h1", "cpu", 4, options={"prefill": 0}, bench=False, isolate=False)
+    (record,) = cold["replay"]["hazards"]
+    assert record["hazard"] == "control-flow" and record["symptoms"] > 5
+    assert "seq_len == 1" in open(record["path"], encoding="utf-8").read().splitlines()[record["line"] - 1]
+    warm = run_harness("hf:falcon_h1", "cpu", 4, bench=False, isolate=False)
+    assert warm["verdict"] == "pass" and warm["replay"]["hazards"] == []
