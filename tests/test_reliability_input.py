@@ -215,3 +215,17 @@ def test_json_report_of_a_refused_file_names_the_line(tmp_path, monkeypatch):
     report = json.loads(result.stdout)
     [finding] = report["static"]["findings"]
     assert finding["rule"] == "GL903" and finding["line"] == 6
+
+
+def test_the_memory_cap_counts_from_what_the_worker_inherited(tmp_path):
+    # A parent that already holds a large address space (a pytest run that imported torch) must
+    # leave its workers the same room: 2 GiB mapped here, then a 1 GiB cap, and files still analyse.
+    import mmap
+
+    ballast = mmap.mmap(-1, 2 * 1024**3)  # reserved, never touched: costs no memory
+    try:
+        (tmp_path / "good.py").write_text(HEAD + "    return x.item()\n")
+        [good] = pool.analyse_all([("good.py", str(tmp_path / "good.py"))], 1, Cache(None), memory=1024)
+        assert [f["rule"] for f in good["findings"]] == ["GL101"], good.get("limit")
+    finally:
+        ballast.close()
