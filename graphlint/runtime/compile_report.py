@@ -258,7 +258,12 @@ def _progress(what: str, quiet: bool):
     import threading
     import time
 
-    from graphlint.views.progress import real_stderr
+    def real_stderr() -> bool:  # as views.progress decides (the runtime stage does not import views)
+        try:
+            sys.stderr.fileno()
+        except (AttributeError, OSError, ValueError):
+            return False
+        return True
 
     @contextlib.contextmanager
     def lines():
