@@ -164,14 +164,14 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
         if compile_step:
             from graphlint.runtime.compile_report import run_phase
 
-            run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench)
+            run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench, quiet=quiet)
         report = _report(runtime, [])
         if record_regions is not None:
             _record(runtime, record_regions, quiet)
         if lint_sources:
             lint_and_join(report, gate_third_party)
     except UsageError as exc:
-        _fail(str(exc), output)
+        _fail(str(exc), output, verdict=getattr(exc, "verdict", "error"))  # `unsupported` for an unsupported target
     except Exception as exc:  # an internal error: still leave a report behind
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         _fail(f"internal error: {detail}", output, trace=traceback.format_exc())
@@ -240,8 +240,8 @@ def _configured_target() -> str:
     return configured
 
 
-def _fail(message: str, output: str | None, trace: str | None = None) -> None:
-    runtime = {"verdict": "error", "error": message}
+def _fail(message: str, output: str | None, trace: str | None = None, verdict: str = "error") -> None:
+    runtime = {"verdict": verdict, "error": message}
     if output:
         from graphlint.report import dumps, write_atomic
 
