@@ -53,15 +53,26 @@ def _run(tmp_path: Path, select: tuple[str, ...] = ()) -> list[tuple[str, str, i
     return sorted((f.rule, f.function, f.line) for f in findings if f.rule.startswith("GL4"))
 
 
-def test_only_the_captured_callables_output_is_gl401_by_default(tmp_path):
-    assert _run(tmp_path) == [("GL401", "Model.forward", 18)]
+def test_a_fallback_roots_output_is_not_gl401_by_default(tmp_path):
+    # The capture's callee (`self.model`) is unknown, so Model.forward is a root only as the
+    # fallback: where its output goes is unknown too (the static output of the runner here).
+    assert _run(tmp_path) == []
 
 
 @pytest.mark.parametrize("select", [("GL405",), ("intermediate-allocation",), ("ALL",), ("GL4",)])
 def test_intermediates_are_gl405_when_selected(tmp_path, select):
     found = _run(tmp_path, select)
     assert ("GL405", "Layer.forward", 7) in found and ("GL405", "Layer.gate", 10) in found
-    assert (("GL401", "Model.forward", 18) in found) == (select in (("ALL",), ("GL4",)))
+    assert ("GL405", "Model.forward", 18) in found and ("GL401", "Model.forward", 18) not in found
+
+
+def test_the_resolved_captured_callables_output_is_gl401(tmp_path):
+    (tmp_path / "engine.py").write_text(textwrap.dedent(ENGINE).replace(
+        "    def __init__(self, model):\n        self.model = model\n",
+        "    def __init__(self):\n        self.model = Model()\n"))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert [(f.rule, f.function, f.line) for f in findings if f.rule.startswith("GL4")] == [
+        ("GL401", "Model.forward", 18)]
 
 
 def test_a_returned_intermediate_says_where_it_goes(tmp_path):

@@ -16,6 +16,8 @@ _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterabl
                          "AbstractSet", "Reversible"})
 _DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "ModuleDict"})
 _WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
+# Declared types that say "some module": a value annotated so may run any forward.
+_ABSTRACT_MODULES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
 # Library calls whose result runs the callable they wrap (`torch.compile(model)`):
 # graphlint/data/call_graph.toml.
@@ -241,6 +243,10 @@ class CallResults:
                 # override (`self.layers[i].update(...)` on a cache layer base class).
                 out.add((INST, value[1]))
                 out.update((INST, sub) for sub in self.subclasses(value[1]))
+            elif value[0] == EXT and value[1] in _ABSTRACT_MODULES:
+                # `model: nn.Module` names no code: the module it holds is unknown, so what
+                # calling it runs is unresolved (and said), never torch's own Module.forward.
+                out.add((DYN, "a value annotated nn.Module"))
             elif value[0] in (EXT, PEXT):
                 out.add(value)
         return out

@@ -38,10 +38,13 @@ def _by_region(raw: dict, placement: Placement) -> dict:
     returns outlives the step only when the function is its region's root (the captured
     callable, an entry point, a sweep's function); returned to a caller inside the step it is an
     intermediate (GL401 -> GL405, off by default)."""
-    if raw.get("escape") != "returned" or len(placement.reached_via) <= 1:
+    # A forward taken as a root only because nothing resolved says where its output goes: its
+    # caller is unknown, most likely the model's own forward inside the step.
+    fallback_root = placement.reason.startswith("forward of nn.Module")
+    if raw.get("escape") != "returned" or (len(placement.reached_via) <= 1 and not fallback_root):
         return raw
     rule = BY_CODE[INTERMEDIATE]
-    caller = placement.reached_via[-2]
+    caller = placement.reached_via[-2] if len(placement.reached_via) > 1 else "its caller"
     return {**raw, "rule": rule.code, "message": f"{rule.message} (returned to `{caller}`, inside the step)",
             "fix": rule.fix}
 
