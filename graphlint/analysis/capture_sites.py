@@ -11,7 +11,7 @@ callees (graphlint.callgraph.graph).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import libcst as cst
 
@@ -164,23 +164,27 @@ def _is_self_training(node: cst.BaseExpression) -> bool:
             and isinstance(node.value, cst.Name) and node.value.value == "self")
 
 
-def _assigned(body: cst.CSTNode, target_text: str) -> bool:
-    """Whether the block assigns `target_text` (`self.buf`, `buf`) anywhere."""
+def _assignment_targets(body: cst.CSTNode, kinds: tuple[type, ...]) -> Iterator[cst.BaseExpression]:
+    """Every target (tuple and list targets unpacked) of the `kinds` of assignment in the block,
+    not entering nested definitions; a `setattr` / `self.register_buffer` call yields its call."""
     stack = [body]
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
             continue
-        if isinstance(node, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
+        if isinstance(node, kinds):
             targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
             for target in targets:
-                parts = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
-                if any(dotted(p) == target_text for p in parts):
-                    return True
+                yield from ([e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target])
         elif isinstance(node, cst.Call) and dotted(node.func) in ("setattr", "self.register_buffer"):
-            return True
+            yield node
         stack.extend(code_children(node))
-    return False
+
+
+def _assigned(body: cst.CSTNode, target_text: str) -> bool:
+    """Whether the block assigns `target_text` (`self.buf`, `buf`) anywhere."""
+    return any(isinstance(target, cst.Call) or dotted(target) == target_text
+               for target in _assignment_targets(body, (cst.Assign, cst.AnnAssign, cst.AugAssign)))
 
 
 def _step_flag(node: cst.BaseExpression) -> str | None:
@@ -201,33 +205,17 @@ def _negated_flag(node: cst.BaseExpression) -> str | None:
     return None
 
 
-def _disjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or):
-        return _disjuncts(test.left) + _disjuncts(test.right)
-    return [test]
-
-
-def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _conjuncts(test.left) + _conjuncts(test.right)
+def _operands(test: cst.BaseExpression, operator: type) -> list[cst.BaseExpression]:
+    """The operands of a chain of one boolean operator (`a and b and c` -> [a, b, c])."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, operator):
+        return _operands(test.left, operator) + _operands(test.right, operator)
     return [test]
 
 
 def _stores_into(body: cst.CSTNode, container: str) -> bool:
     """Whether the block assigns an item of `container` (`container[key] = ...`)."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        if isinstance(node, cst.Assign):
-            for target in node.targets:
-                parts = [e.value for e in target.target.elements] if isinstance(
-                    target.target, (cst.Tuple, cst.List)) else [target.target]
-                if any(isinstance(p, cst.Subscript) and dotted(p.value) == container for p in parts):
-                    return True
-        stack.extend(code_children(node))
-    return False
+    return any(isinstance(target, cst.Subscript) and dotted(target.value) == container
+               for target in _assignment_targets(body, (cst.Assign,)))
 
 
 def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | None, bool]:
@@ -243,7 +231,7 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
     if step_kind is None and isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.Or):
         # `if mode.is_decode_or_idle() or mode.is_target_verify():` is the decode step; the
         # rest of its `elif` chain is prefill.
-        kinds = {_step_flag(part) for part in _disjuncts(flag)}
+        kinds = {_step_flag(part) for part in _operands(flag, cst.Or)}
         step_kind = "decode" if kinds == {"decode"} else None
     if step_kind is not None:
         return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
@@ -251,7 +239,7 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
         # `if state.is_prefill and state.is_token_healing:` runs only when both hold.
-        if any(_step_flag(part) == "prefill" or _negated_flag(part) == "decode" for part in _conjuncts(test)):
+        if any(_step_flag(part) == "prefill" or _negated_flag(part) == "decode" for part in _operands(test, cst.And)):
             return PREFILL_ONLY, False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
