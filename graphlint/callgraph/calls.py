@@ -26,6 +26,15 @@ WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 _MAX_CALL_SITES = 8
 
 
+def last_name(expr: Any) -> str:
+    """The name a callee expression ends in: `f`, `self.step` -> `step`; "" for anything else."""
+    if type(expr) is str:
+        return expr
+    if type(expr) is tuple and expr and expr[0] == "a":
+        return expr[2]
+    return ""
+
+
 class CallResults:
     """The calls half of Project's evaluation (it provides eval, attr, element, member, mro,
     call_targets and the indexed functions)."""
@@ -78,19 +87,21 @@ class CallResults:
         return out
 
     def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
-        """Every call with arguments recorded, by its callee's last name (built once)."""
+        """Every call with arguments recorded, with the scope it is made in, by its callee's last
+        name (built once; the call graph reads it too, for what capturing functions are passed)."""
         if self._sites is None:
             self._sites = {}
             for key, function in self.functions.items():
                 owner = (key[0], function["class"]) if function["class"] else None
                 for call in function["calls"] + function["once"]:
-                    if len(call) < 3:
-                        continue
-                    callee = call[1]
-                    last = callee if type(callee) is str else callee[2] if type(callee) is tuple and callee[:1] == ("a",) else ""
-                    if last:
+                    last = last_name(call[1])
+                    if len(call) >= 3 and last:
                         self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
         return self._sites
+
+    def call_sites(self, name: str) -> list[tuple[tuple, tuple]]:
+        """(call, scope) of every call with arguments whose callee's last name is `name`."""
+        return self._call_sites().get(name, [])
 
     def _builtin_call(self, name: str, args: Sequence, kwargs: dict, scope: tuple) -> set:
         if name in _SEQ_BUILTINS:

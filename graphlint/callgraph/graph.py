@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
+from graphlint.callgraph.calls import last_name
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -202,28 +203,23 @@ def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) ->
     pass as arguments: functions, modules, instances. A caller that passes one of its own
     parameters on is followed to its callers in turn (a few levels). Calls are matched by name
     first, then resolved."""
-    short = key[1].rsplit(".", 1)[-1]
     found: list[tuple] = []
-    for caller, function in project.functions.items():
-        owner = (caller[0], function["class"]) if function["class"] else None
-        scope = (caller[0], caller[1], owner)
-        for call in function["calls"] + function["once"]:
-            if _last_name(call[1]) != short:
+    for call, scope in project.call_sites(key[1].rsplit(".", 1)[-1]):
+        caller = scope[:2]
+        if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:
+            continue
+        args = list(call[2]) + [v for _, v in (call[3] if len(call) > 3 else ())]
+        for arg in args:
+            if type(arg) is tuple and arg[:1] == ("star",):
+                arg = arg[1]
+            if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
                 continue
-            if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:
+            if depth < _MAX_PASS_DEPTH and caller != key and _is_parameter(project, caller, arg):
+                found.extend(_passed_callables(project, caller, depth + 1))
                 continue
-            args = list(call[2] if len(call) > 2 else ()) + [v for _, v in (call[3] if len(call) > 3 else ())]
-            for arg in args:
-                if type(arg) is tuple and arg[:1] == ("star",):
-                    arg = arg[1]
-                if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
-                    continue
-                if depth < _MAX_PASS_DEPTH and caller != key and _is_parameter(project, caller, arg):
-                    found.extend(_passed_callables(project, caller, depth + 1))
-                    continue
-                for value in project.eval(arg, scope):
-                    if value[0] in (FN, INST):
-                        found.extend(project.call_targets(frozenset({value})))
+            for value in project.eval(arg, scope):
+                if value[0] in (FN, INST):
+                    found.extend(project.call_targets(frozenset({value})))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
 
 
@@ -482,14 +478,6 @@ def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str
             for key, placement in default_placements(files, config.host, config.eager).items()}
 
 
-def _last_name(expr: Any) -> str:
-    if type(expr) is str:
-        return expr
-    if type(expr) is tuple and expr and expr[0] == "a":
-        return expr[2]
-    return ""
-
-
 def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
     """Functions that capture a graph and whose caller runs a warm-up before calling them
     (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
@@ -501,7 +489,7 @@ def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
         return []
     # What each capture function captures, by name (`self._model_forward`): a caller that
     # runs it first has warmed the step up.
-    captured_names = {key: {_last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
+    captured_names = {key: {last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
                             for site in project.functions[key]["captures"] for e in site[2]} - {""}
                       for keys in capturing.values() for key in keys}
     warmed: set[tuple[str, str]] = set()
@@ -509,7 +497,7 @@ def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
         earlier: list[str] = []
         owner = (key[0], function["class"]) if function["class"] else None
         for call in function["calls"]:
-            name = _last_name(call[1])
+            name = last_name(call[1])
             candidates = [t for t in capturing.get(name, ()) if t not in warmed and any(
                 "warm" in e.lower() or e in captured_names[t] for e in earlier)]
             if candidates:
