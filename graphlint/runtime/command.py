@@ -7,7 +7,6 @@ even on exit 2, with the error in it. `--lint` adds the static half and the cros
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import traceback
 from contextlib import contextmanager
@@ -18,7 +17,7 @@ from pathlib import Path
 import click
 
 from graphlint.runtime.harness import run_harness
-from graphlint.views.progress import real_stderr
+from graphlint.terminal import heartbeat, real_stderr
 from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
@@ -45,19 +44,8 @@ def runtime_progress(target: str | None, quiet: bool = False) -> Iterator[None]:
             yield
     else:
         click.echo(f"{what}: sync detection, trial capture, replay, bench ...", err=True)
-        done = threading.Event()
-
-        def heartbeat() -> None:  # a CI log shows the run is alive, not hung
-            while not done.wait(HEARTBEAT_SECONDS):
-                click.echo(f"graphlint runtime: still running ({time.monotonic() - started:.0f} s)", err=True)
-
-        # A daemon thread, stopped below: it never keeps graphlint alive after its report.
-        beat = threading.Thread(target=heartbeat, name="graphlint-progress", daemon=True)
-        beat.start()
-        try:
+        with heartbeat(lambda elapsed: f"graphlint runtime: still running ({elapsed:.0f} s)", HEARTBEAT_SECONDS):
             yield
-        finally:
-            done.set()
     click.echo(f"graphlint runtime: done in {time.monotonic() - started:.1f} s", err=True)
 
 
@@ -69,8 +57,6 @@ def _report(runtime: dict | None, errors: list[str]):
 
 
 def _emit(report, fmt: str, output: str | None) -> None:
-    from pathlib import Path
-
     from graphlint.report import dumps
     from graphlint.views.output import protected_files, write_output
 
@@ -202,8 +188,6 @@ def _config():
 def _record(runtime: dict, requested: str, quiet: bool) -> None:
     """`--record-regions`: write the region file (atomically), or say why not; the runtime dict
     says which (`region_file`)."""
-    from pathlib import Path
-
     from graphlint.report import write_atomic
     from graphlint.runtime import record
 

@@ -248,39 +248,24 @@ def run_phase(runtime: dict, backend: str = "inductor", steps: int | None = None
     return attach(runtime, build(runtime, result))
 
 
-HEARTBEAT_SECONDS = 30
-
 
 def _progress(what: str, quiet: bool):
-    """Plain stderr lines for the compile phase: what runs, a line every HEARTBEAT_SECONDS, the end."""
+    """Plain stderr lines for the compile phase: what runs, a line every heartbeat, the end."""
     import contextlib
     import sys
-    import threading
     import time
 
-    from graphlint.terminal import real_stderr
+    from graphlint.terminal import heartbeat, real_stderr
 
     @contextlib.contextmanager
     def lines():
         if quiet or not real_stderr():
             yield
             return
-        started = time.monotonic()
         print(f"graphlint runtime: compile phase: {what} (compiling takes a while) ...", file=sys.stderr, flush=True)
-        done = threading.Event()
-
-        def beat() -> None:
-            while not done.wait(HEARTBEAT_SECONDS):
-                print(f"graphlint runtime: compile phase still running ({time.monotonic() - started:.0f} s)",
-                      file=sys.stderr, flush=True)
-
-        thread = threading.Thread(target=beat, name="graphlint-compile-progress", daemon=True)
-        thread.start()
-        try:
+        with heartbeat(lambda elapsed: f"graphlint runtime: compile phase still running ({elapsed:.0f} s)") as started:
             yield
-        finally:
-            done.set()
-            print(f"graphlint runtime: compile phase done in {time.monotonic() - started:.1f} s", file=sys.stderr,
-                  flush=True)
+        print(f"graphlint runtime: compile phase done in {time.monotonic() - started:.1f} s", file=sys.stderr,
+              flush=True)
 
     return lines()
