@@ -79,6 +79,8 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # An element of a Python list picked by a position runs no kernel (qwen3_omni's grids).
+        "def f(grid_hs: list[torch.Tensor], step: int):\n    return grid_hs[step] // 2\n",
         # Dataflow twins: a device counter the step advances in place, a per-layer offset that
         # takes the same values every step, a caller that passes a constant.
         "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
@@ -131,8 +133,11 @@ class FrozenScalar(Rule):
         "    def step(self):\n        return self.cache[self.pos % 8 : self.pos % 8 + 1]\n",
     ]
 
+    _sequences: frozenset[str] = frozenset()
+
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         self._per_step, self._active = _per_step_names(node, ctx)
+        self._sequences = _sequence_params(node)
         self._per_step_by_name = (_per_step_names(node, ctx, by_name=True)[0]
                                   if getattr(ctx.facts, "per_step_params", None) or getattr(ctx.facts, "per_step_attrs", None)
                                   else self._per_step)
@@ -147,6 +152,8 @@ class FrozenScalar(Rule):
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         if not self._active or not maybe_device(ctx, node.value) or ctx.value(node.value).kind == HOST:
             return
+        if isinstance(node.value, cst.Name) and node.value.value in self._sequences:
+            return  # an element of a Python list (`grid_hs: list[Tensor]`): picked on the host, no kernel
         # Values per-step by dataflow (not by name) count only into known device tensors: host
         # buffers (numpy arrays, lists) are indexed by advancing counters all the time.
         dataflow = ctx.value(node.value).kind == DEVICE
@@ -503,6 +510,22 @@ class PerStepBranch(Rule):
 
     def visit_IfExp(self, node: cst.IfExp, ctx: Context) -> None:
         self._check(node.test, ctx)
+
+
+_SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
+
+
+def _sequence_params(function: cst.FunctionDef) -> frozenset[str]:
+    """Parameters annotated as Python lists, tuples or sequences (of anything)."""
+    found = set()
+    params = function.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        annotation = param.annotation.annotation if param.annotation else None
+        if isinstance(annotation, cst.Subscript):
+            annotation = annotation.value
+        if annotation is not None and (dotted(annotation) or "").rsplit(".", 1)[-1] in _SEQUENCE_ANNOTATIONS:
+            found.add(param.name.value)
+    return frozenset(found)
 
 
 def _test_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:

@@ -111,6 +111,7 @@ _HOST_ANNOTATIONS = frozenset({
     "int", "float", "bool", "str", "bytes", "torch.dtype", "torch.device", "torch.Size",
     "dtype", "device", "Size",
 })
+_HOST_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
 _MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
 # Annotation wrappers that keep the inner kind (Optional[Tensor] is still a tensor when set).
 _TRANSPARENT_WRAPPERS = frozenset({"Optional", "typing.Optional", "Final", "typing.Final", "Annotated"})
@@ -268,6 +269,11 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
         return join(left, right)
     if isinstance(node, cst.Subscript):
         outer = dotted(node.value) or ""
+        if outer.rsplit(".", 1)[-1] in _HOST_SEQUENCES and node.slice and all(
+                isinstance(e.slice, cst.Index) and (annotation_value(e.slice.value, imports).kind == HOST
+                                                    or isinstance(e.slice.value, cst.Ellipsis))
+                for e in node.slice):
+            return V_HOST  # `list[int]`, `tuple[int, ...]`: host numbers, and so is each element
         if outer in _TRANSPARENT_WRAPPERS and node.slice:
             inner = node.slice[0].slice
             if isinstance(inner, cst.Index):
