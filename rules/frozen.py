@@ -79,6 +79,8 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # A device position in arithmetic is read at replay (the graph-safe form of the next one).
+        "def f(q_len: int, pos: torch.Tensor):\n    return torch.arange(q_len, device=pos.device) + pos\n",
         # An element of a Python list picked by a position runs no kernel (qwen3_omni's grids).
         "def f(grid_hs: list[torch.Tensor], step: int):\n    return grid_hs[step] // 2\n",
         # Dataflow twins: a device counter the step advances in place, a per-layer offset that
@@ -105,6 +107,9 @@ class FrozenScalar(Rule):
         "class Step:\n    def step(self, buf: torch.Tensor):\n        buf.fill_(self.pos)\n",
     ]
     INVALID = [
+        # transformers' masking_utils: the offset is a host int that advances per step.
+        "def f(q_len: int, start_pos: int, device):\n    return torch.arange(q_len, device=device) + start_pos\n",
+        "def f(q_len: int, start_pos: int, device):\n    return torch.arange(q_len, device=device) < start_pos\n",
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
         "def f(freqs: torch.Tensor, start_pos: int):\n    return freqs[start_pos:start_pos + 1]\n",
         "def f(buf: torch.Tensor, pos: int):\n    buf.fill_(pos)\n",
@@ -187,6 +192,25 @@ class FrozenScalar(Rule):
                 ctx.report(self, arg.value)
                 return
 
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: Context) -> None:
+        # `torch.arange(q_length, device=d) + q_offset`: the scalar operand is baked into the
+        # kernel at capture, as a scalar argument is.
+        self._operands(node.left, node.right, ctx)
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: Context) -> None:
+        # `kv_idx < kv_offset + n` on a device tensor: the same for an ordering's operand
+        # (equality with a scalar builds a token mask: `input_ids == image_token_id`).
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, _ORDERINGS):
+            self._operands(node.left, node.comparisons[0].comparator, ctx)
+
+    def _operands(self, left: cst.BaseExpression, right: cst.BaseExpression, ctx: Context) -> None:
+        if not self._active:
+            return
+        for tensor, scalar in ((left, right), (right, left)):
+            if ctx.value(tensor).kind == DEVICE and self._tainted(scalar, ctx):
+                ctx.report(self, scalar)
+                return
+
 
 def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = False) -> tuple[set[str], bool]:
     """The function's per-step local names, and whether anything per-step (a name or a
@@ -238,6 +262,7 @@ _SCALAR_ARG_METHODS = frozenset({
     "masked_fill_", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "clamp", "clamp_", "select",
     "new_full", "view", "reshape", "expand", "repeat", "tril", "tril_", "triu", "triu_", "fmod", "remainder",
 })
+_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 

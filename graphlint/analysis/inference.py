@@ -316,6 +316,28 @@ def _advanced_names(body: cst.BaseSuite) -> set[str]:
     return names
 
 
+def _steps_loop(stmt: cst.For | cst.While) -> bool:
+    """Whether a loop may drive decode steps: `while not done:`, `for _ in range(n)` (also
+    through `tqdm(...)`, `itertools.count()`). A loop over the items of a collection (`for
+    group in groups:`, `range(len(items))`) walks data inside one step: if the step is captured,
+    its counters replay the same values, which the capture may freeze."""
+    if isinstance(stmt, cst.While):
+        return True
+    iterable = stmt.iter
+    while isinstance(iterable, cst.Call) and iterable.args and (dotted(iterable.func) or "").rsplit(".", 1)[-1] in (
+            "tqdm", "trange", "track"):
+        iterable = iterable.args[0].value
+    if not isinstance(iterable, cst.Call):
+        return False
+    name = (dotted(iterable.func) or "").rsplit(".", 1)[-1]
+    if name in ("count", "trange"):
+        return True
+    if name != "range":
+        return False
+    # `range(len(items))` walks items; `range(max_new_tokens)` steps.
+    return not any(isinstance(a.value, cst.Call) and dotted(a.value.func) == "len" for a in iterable.args)
+
+
 def _advanced_object_attrs(body: cst.BaseSuite) -> set[str]:
     """Attributes of objects other than `self` that a loop body advances (`params.seqlen_offset
     += n`): the object is passed to the step, and the attribute changes between calls."""
@@ -572,8 +594,11 @@ class Inference:
         head_env, head_attrs = dict(self.env), dict(self.self_attrs)
         advanced = self._advanced_by_loop.get(id(stmt))
         if advanced is None:
-            advanced = self._advanced_by_loop[id(stmt)] = frozenset(_advanced_names(stmt.body))
-            self.loop_attrs |= _advanced_object_attrs(stmt.body)
+            stepping = _steps_loop(stmt)
+            advanced = self._advanced_by_loop[id(stmt)] = (frozenset(_advanced_names(stmt.body)) if stepping
+                                                           else frozenset())
+            if stepping:
+                self.loop_attrs |= _advanced_object_attrs(stmt.body)
         self._advancing.append(frozenset(name for name in advanced if name in self.env))
         self.out.loop_depth += 1
         for _ in range(_LOOP_ITERATIONS):
