@@ -313,6 +313,52 @@ def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
         ("GL508", "model.py", 12), ("GL508", "model.py", 14)]
 
 
+def test_generic_containers_subscripted_bases_and_sequential_are_followed():
+    # tests/fixtures/engine/streamer: layers in a Generic[T] container typed by a TypeVar, the
+    # override of a hook in a subclass of a subscripted base, an element of an nn.Sequential; a
+    # plan guarded by `if state.planned: return` runs once; `range` in the capture is no callee.
+    findings = check([ENGINE / "streamer"], Config(root=ENGINE / "streamer"), jobs=1).findings
+    assert sorted((f.rule, f.function) for f in findings) == [
+        ("GL101", "Attention.step"), ("GL102", "Norm.forward"), ("GL301", "Gate.forward")]
+
+
+def test_a_callable_parameter_runs_what_the_reaching_caller_passes(tmp_path):
+    # `_apply(fn)` is called by the captured step with one closure and by set-up with another:
+    # the captured region holds the step's closure only.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def _apply_all(self, fn):
+                for name, child in self.named_children():
+                    fn(name, child)
+
+            def setup(self):
+                def _init(name, child):
+                    child.buf = torch.zeros(int(child.size.sum().item()))   # set-up, eager
+                self._apply_all(_init)
+
+            def step(self):
+                def _step(name, child):
+                    child.out.copy_(child.x * 2)
+                self._apply_all(_step)
+
+        class Runner:
+            def __init__(self):
+                self.block = Block()
+                self.graph = torch.cuda.CUDAGraph()
+
+            def capture(self):
+                self.block.step()
+                with torch.cuda.graph(self.graph):
+                    self.block.step()
+        """))
+    assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []
+    regions = {row.function: row.region for row in audit.run([tmp_path], Config(root=tmp_path), jobs=1).rows}
+    assert regions["Block.step._step"] == "captured" and regions.get("Block.setup._init") != "captured"
+
+
 def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
     (tmp_path / "m.py").write_text(textwrap.dedent("""
         import torch

@@ -15,7 +15,7 @@ import libcst as cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children, iter_code
-from graphlint.analysis.names import ImportMap, dotted
+from graphlint.analysis.names import ImportMap, class_bases, dotted
 
 DEVICE = "device"  # a tensor on the accelerator (or a tensor of unknown device in step code)
 HOST_TENSOR = "host_tensor"  # a CPU tensor (created without device=, pinned, or .cpu())
@@ -1205,7 +1205,7 @@ def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
 def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
     """Attribute kinds assigned anywhere in the class: `self.x = ...`, `register_buffer`,
     `nn.Parameter`, submodules, and class-level annotations."""
-    bases = [dotted(b.value) or "" for b in node.bases]
+    bases = [dotted(b) or "" for b in class_bases(node)]
     info = ClassInfo(node.name.value, bases)
     facts.classes[info.name] = info
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body

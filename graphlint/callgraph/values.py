@@ -273,10 +273,10 @@ class Project(CallResults):
                 else:
                     declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
                         else set()
-                    if declared and not all(v[0] in (DYN, EXT) for v in declared):
+                    if declared and not all(_uninformative(v) for v in declared):
                         found |= declared
                     else:
-                        # Unannotated, or `Callable` / `nn.Module`: what the call sites pass.
+                        # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
                         passed = self.passed_arguments(path, qualname, index, param)
                         found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
@@ -520,6 +520,12 @@ class Project(CallResults):
                         for sub in subclasses:
                             found.extend(self._called(sub))
                 targets.extend(found)
+            elif tag == LIST:
+                # Only an `nn.Sequential` among the containers is called (a list or a
+                # ModuleList is not callable): it runs each element's forward, in order.
+                elements = {item for item in value[1] if item[0] != LIST}
+                elements |= {inner for item in value[1] if item[0] == DICT for inner in item[2]}
+                targets.extend(self.call_targets(frozenset(e for e in elements if e[0] != DICT)))
         # `values` is a set, iterated in an order that changes with the process's hash seed: in a
         # fixed order, the graph reaches each function along the same chain in every run.
         return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
@@ -573,3 +579,17 @@ class Project(CallResults):
         if type(arg) is tuple and arg[0] == "star":
             return frozenset(self.element(self.eval(arg[1], scope)))
         return self.eval(arg, scope)
+
+
+def _uninformative(value: tuple) -> bool:
+    """A declared type that names no linted code: a library type, an unknown, or a container
+    of nothing known (`List[T]` with a type variable, `list[Any]`)."""
+    if value[0] in (DYN, EXT):
+        return True
+    if value[0] == LIST:
+        return all(_uninformative(v) for v in value[1])
+    if value[0] == TUPLE:  # (TUPLE, (part values, ...))
+        return all(_uninformative(v) for part in value[1] for v in part)
+    if value[0] == DICT:
+        return all(_uninformative(v) for v in value[2])
+    return False
