@@ -359,6 +359,39 @@ def test_a_callable_parameter_runs_what_the_reaching_caller_passes(tmp_path):
     assert regions["Block.step._step"] == "captured" and regions.get("Block.setup._init") != "captured"
 
 
+def test_a_package_under_a_plain_source_folder_is_imported_by_its_own_name(tmp_path):
+    # python/eng/ has no __init__.py, and nor has python/: `from eng.layers import ...` names the
+    # file python/eng/layers.py; a folder that holds code (eng/kernel/triton/) is no import root.
+    root = tmp_path / "python" / "eng"
+    (root / "kernel" / "triton").mkdir(parents=True)
+    (root / "kernel" / "__init__.py").write_text("")
+    (root / "kernel" / "triton" / "cdiv.py").write_text("def cdiv(a, b):\n    return (a + b - 1) // b\n")
+    (root / "layers.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x * x.max().item()   # planted
+        """))
+    (root / "runner.py").write_text(textwrap.dedent("""
+        import torch
+        import triton
+        from eng.layers import Layer
+
+        def run(x):
+            layer = Layer()
+            layer(x)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = layer(x) + triton.cdiv(4, 2)
+            return g
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert sorted((f.rule, f.function) for f in findings) == [("GL101", "Layer.forward")]
+    assert findings[0].region_reason.startswith("capture site at python/eng/runner.py")
+
+
 def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
     (tmp_path / "m.py").write_text(textwrap.dedent("""
         import torch

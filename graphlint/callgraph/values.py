@@ -163,6 +163,7 @@ class Project(CallResults):
                     self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
                 if "replays" in data:
                     self.functions[(path, qualname)]["replays"] = data["replays"]
+        self._add_folder_roots()
         self.project_tops = {name.split(".")[0] for name in [*self.modules, *self.skipped]}
         self._memo: dict[tuple, frozenset] = {}
         self._active: set[tuple] = set()
@@ -173,6 +174,26 @@ class Project(CallResults):
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
+
+    def _add_folder_roots(self) -> None:
+        """Any folder above a linted file may be where the project puts its code on sys.path
+        (`python/minisgl/core.py` imported as `minisgl.core`, with no `__init__.py` in either
+        folder): each dotted tail of a file's path-based name is its module too, where only one
+        linted file has that tail, no module has that name already, and no folder it leaves out
+        holds linted modules itself."""
+        tails: dict[str, list[str]] = {}
+        # A folder that holds linted modules itself is code, not a place sys.path points at
+        # (`kernel/triton/moe.py` is not the module `triton.moe`).
+        code_folders = {dotted_name.rsplit(".", 1)[0] for dotted_name in self.alt_module_of.values() if "." in dotted_name}
+        for path, dotted_name in self.alt_module_of.items():
+            parts = dotted_name.split(".")
+            for start in range(1, len(parts) - 1):
+                if ".".join(parts[:start]) in code_folders:
+                    break
+                tails.setdefault(".".join(parts[start:]), []).append(path)
+        for tail, paths in tails.items():
+            if len(paths) == 1 and tail not in self.modules:
+                self.modules[tail] = paths[0]
 
     # ----- names ------------------------------------------------------------------------------
     def eval(self, expr: Any, scope: tuple) -> frozenset:
