@@ -136,7 +136,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
     try:  # torch missing: the same hint as `graphlint runtime`, before anything runs
         import torch  # noqa: F401
         from graphlint.runtime.command import run_harness, runtime_progress
-        from graphlint.runtime.targets import DEFAULT_TARGET, UsageError
+        from graphlint.runtime.targets.loader import DEFAULT_TARGET, UsageError
     except ImportError as error:
         fail(f"the runtime harness needs torch ({error}); {RUNTIME_HINT}")
     if target in ("default", "graph-safe", "graph_safe"):

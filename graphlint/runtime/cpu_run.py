@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import hazards, targets, tracing
+from graphlint.runtime import hazards, tracing
+from graphlint.runtime.targets import loader
 from graphlint.runtime.intercept import Interceptor
 from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
@@ -26,7 +27,7 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
     """Run all phases on the CPU for `spec` (see harness.run_harness); returns the device result.
 
     `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
-    Raises targets.TargetError when the target cannot be imported or built.
+    Raises loader.TargetError when the target cannot be imported or built.
     """
     # A decode step's tensors are small: intra-op threads only contend (5-10x slower steps on a
     # busy 2-core machine), and the emulation needs no speed from them.
@@ -40,11 +41,11 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
 
 def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     device = torch.device("cpu")
-    factory = targets.load_factory(spec["target"])
-    target = targets.build(factory, device, spec["options"], guard=guard)
-    steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+    factory = loader.load_factory(spec["target"])
+    target = loader.build(factory, device, spec["options"], guard=guard)
+    steps = loader.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
     result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {},
-                    "entry": targets.describe(target),
+                    "entry": loader.describe(target),
                     "features": _features(target)}
     written = on_phase or (lambda _r: None)
 

@@ -19,7 +19,8 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import catalog, hazards, targets, tracing
+from graphlint.runtime import catalog, hazards, tracing
+from graphlint.runtime.targets import loader
 from graphlint.runtime.intercept import Interceptor, no_tensor_output, tensors_of
 from graphlint.runtime import record
 from graphlint.runtime.lines import LineRecorder
@@ -77,18 +78,18 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
 
     `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
 
-    Raises targets.TargetError when the target cannot be imported or built. Any other failure is
+    Raises loader.TargetError when the target cannot be imported or built. Any other failure is
     recorded in the phase it happened in, and the phases after it still run where they can.
     """
     device = torch.device(spec["device"])
     report = on_phase or (lambda _r: None)
     with torch.cuda.device(device):
-        factory = targets.load_factory(spec["target"])
-        target = targets.build(factory, device, spec["options"], guard=guard)
-        steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+        factory = loader.load_factory(spec["target"])
+        target = loader.build(factory, device, spec["options"], guard=guard)
+        steps = loader.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
-                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target),
+                        "name": torch.cuda.get_device_name(device), "entry": loader.describe(target),
                         "features": _features(target)}
         runner = _DeviceRun(target, device, stream, steps, spec, result, report)
         runner.all_phases()

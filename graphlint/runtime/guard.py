@@ -17,7 +17,7 @@ import threading
 import time
 from typing import Any, Callable
 
-from graphlint.runtime import sources
+from graphlint.runtime import user_frames
 
 CALLS = ("factory", "reset", "prepare", "step", "import")  # "import": loading the target module
 _LAYOUT = struct.Struct("<dqq")  # started (time.monotonic, 0 = idle), step (-1 = none), call index
@@ -130,7 +130,7 @@ def leftover_threads() -> list[dict]:
         func = getattr(thread, "_target", None)
         code = getattr(func, "__code__", None)
         if code is not None:
-            entry.update(path=sources.relative_path(code.co_filename), line=code.co_firstlineno,
+            entry.update(path=user_frames.relative_path(code.co_filename), line=code.co_firstlineno,
                          function=code.co_name)
         found.append(entry)
     return found
@@ -167,8 +167,8 @@ def fault_stack(text: str) -> list[dict]:
     frames = []
     for raw in main.splitlines():
         match = _FRAME.match(raw)
-        if match and sources.is_user_file(match["path"]):
-            frames.append({"path": sources.relative_path(match["path"]), "line": int(match["line"]),
+        if match and user_frames.is_user_file(match["path"]):
+            frames.append({"path": user_frames.relative_path(match["path"]), "line": int(match["line"]),
                            "function": match["function"]})
     frames.reverse()
     return frames

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphlint.runtime import record, targets
-from graphlint.runtime.targets import TargetError, UnsupportedTarget, UsageError
+from graphlint.runtime import record
+from graphlint.runtime.targets import loader
+from graphlint.runtime.targets.loader import TargetError, UnsupportedTarget, UsageError
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
@@ -88,8 +89,8 @@ def run_harness(
     if step_timeout is not None and step_timeout < 0:
         raise UsageError(f"--timeout {step_timeout:g}: expected a number of seconds >= 0")
     started = time.perf_counter()
-    spec = targets.resolve_spec(target)
-    opts = {**targets.default_options(spec), **(options or {})}
+    spec = loader.resolve_spec(target)
+    opts = {**loader.default_options(spec), **(options or {})}
     cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     device_list = resolve_devices(devices, cuda_count)
     mode = "cpu-emulation" if device_list == ["cpu"] else "cuda"

@@ -28,7 +28,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphlint.runtime import catalog, residence, sources
+from graphlint.runtime import catalog, residence, user_frames
 from graphlint.runtime.residence import storage_key as _storage_key
 from graphlint.runtime.sync_names import COPY_OPS as _COPY_OPS, name_sync as _name_sync
 
@@ -247,7 +247,7 @@ class Interceptor:
 
     # ----------------------------------------------------------------- events
     def emit(self, kind: str, op: str, detail: str, frame=None, stack: list | None = None) -> dict:
-        stack = sources.user_stack(frame) if stack is None else stack
+        stack = user_frames.user_stack(frame) if stack is None else stack
         top = stack[-1] if stack else {"path": "?", "line": 0, "function": "?"}
         event = {
             "op": op, "kind": kind, "path": top["path"], "line": top["line"], "function": top["function"],
@@ -266,7 +266,7 @@ class Interceptor:
         the op that synced is usually finished by then: it is looked up among the recent ops run
         from the same user line, preferring one the catalog knows.
         """
-        stack = sources.user_stack(frame)
+        stack = user_frames.user_stack(frame)
         where = (stack[-1]["path"], stack[-1]["line"]) if stack else None
         picked = self.current_op
         if picked is None:
@@ -422,7 +422,7 @@ class Interceptor:
     def on_op(self, func, args, kwargs):
         rec = self.rec
         packet, overload = _op_name(func)
-        site = sources.site()
+        site = user_frames.site()
         rules = catalog.OP_RULES_BY_NAME.get(packet)
         fired = None
         if rules:
@@ -516,7 +516,7 @@ class Interceptor:
 def _site_at(site: tuple, where: tuple | None) -> bool:
     if where is None or site[0] is None:
         return False
-    found = sources.site_dict(site)
+    found = user_frames.site_dict(site)
     return (found["path"], found["line"]) == where
 
 

@@ -59,19 +59,19 @@ def main(argv: list[str]) -> int:
     parent = os.environ.get(PARENT_ENV, "")
     guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants,
                        int(parent) if parent.isdigit() else None)
-    from graphlint.runtime import targets
+    from graphlint.runtime.targets import loader
 
     watch = guard.Guard(guard.CallClock(clock_path))
-    load_factory = targets.load_factory
+    load_factory = loader.load_factory
     # The import of the target runs under the step timeout like every call into it.
-    targets.load_factory = lambda target: watch.call("import", load_factory, target)
+    loader.load_factory = lambda target: watch.call("import", load_factory, target)
     try:
         if spec["device"].startswith("cuda"):
             from graphlint.runtime import cuda_run as runner
         else:
             from graphlint.runtime import cpu_run as runner
         result = runner.run(spec, on_phase=report, guard=watch)
-    except targets.TargetError as exc:
+    except loader.TargetError as exc:
         result = {"device": spec["device"], "error": {"phase": "build", "error": str(exc), "target_error": True}}
     except Exception as exc:
         result = {"device": spec["device"],
