@@ -49,7 +49,7 @@ class RuntimeReport:
 
 
 def runtime_causes(runtime: dict) -> list[str]:
-    from graphlint.runtime.kinds import KINDS
+    from graphlint.runtime.tracing.kinds import KINDS
 
     def fix(kind: str) -> str:
         entry = KINDS.get(kind)

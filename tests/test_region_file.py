@@ -17,7 +17,7 @@ from graphlint.callgraph import recorded
 from graphlint.cli import main
 from graphlint.config import Config, ConfigError, load
 from graphlint.engine import check
-from graphlint.runtime import record
+from graphlint.runtime.tracing import record
 
 SOURCE = textwrap.dedent('''\
     import functools

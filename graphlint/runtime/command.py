@@ -189,7 +189,7 @@ def _record(runtime: dict, requested: str, quiet: bool) -> None:
     """`--record-regions`: write the region file (atomically), or say why not; the runtime dict
     says which (`region_file`)."""
     from graphlint.report import write_atomic
-    from graphlint.runtime import record
+    from graphlint.runtime.tracing import record
 
     config = _config()
     path = Path(requested) if requested else record.default_path(config)

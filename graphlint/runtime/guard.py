@@ -18,14 +18,11 @@ import time
 from typing import Any, Callable
 
 from graphlint.runtime import user_frames
+from graphlint.runtime.targets.loader import TargetExit
 
 CALLS = ("factory", "reset", "prepare", "step", "import")  # "import": loading the target module
 _LAYOUT = struct.Struct("<dqq")  # started (time.monotonic, 0 = idle), step (-1 = none), call index
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's "you timed out: write your stack" signal
-
-
-class TargetExit(RuntimeError):
-    """The target called sys.exit() or os._exit() inside a protocol call."""
 
 
 class CallClock:

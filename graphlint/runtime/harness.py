@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphlint.runtime import record
+from graphlint.runtime.tracing import record
 from graphlint.runtime.targets import loader
 from graphlint.runtime.targets.loader import TargetError, UnsupportedTarget, UsageError
 from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
@@ -115,7 +115,7 @@ def run_harness(
         unsupported = build_errors[0].startswith(UnsupportedTarget.PREFIX)
         raise (UnsupportedTarget if unsupported else TargetError)(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
-    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.record)
+    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.tracing.record)
     runtime["torch"] = torch.__version__
     runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
     features = next((r["features"] for r in results if r.get("features")), None)

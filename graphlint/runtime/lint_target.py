@@ -18,7 +18,7 @@ from graphlint.callgraph.graph import EntryPointError
 from graphlint.callgraph.recorded import function_spans
 from graphlint.callgraph.regions import CAPTURED, module_name
 from graphlint.report import StaticResult
-from graphlint.runtime import record
+from graphlint.runtime.tracing import record
 
 
 def target_files(runtime: dict, root: Path) -> list[str]:

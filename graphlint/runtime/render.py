@@ -38,7 +38,7 @@ def _ms(value: float | None) -> str:
 
 
 def describe_features(features: dict[str, Any]) -> str:
-    """One line of what a target's configuration exercises (hf targets: `targets_hf.make`)."""
+    """One line of what a target's configuration exercises (hf targets: `hf_target.make`)."""
     parts = []
     if features.get("layers") is not None:
         kinds = features.get("layer_kinds") or {}

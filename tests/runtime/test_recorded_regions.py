@@ -16,7 +16,8 @@ from graphlint.callgraph import recorded
 from graphlint.config import Config, load
 from graphlint.engine import check
 from graphlint.report import Report
-from graphlint.runtime import lint_target, record
+from graphlint.runtime import lint_target
+from graphlint.runtime.tracing import record
 from graphlint.runtime.command import runtime_command
 from graphlint.runtime.harness import run_harness
 

@@ -1,5 +1,5 @@
 """Find, import and build a runtime target: `module:callable`, `path/to/file.py:callable`, or
-`hf:MODEL` (a transformers causal LM, `targets_hf.py`).
+`hf:MODEL` (a transformers causal LM, `hf_target.py`).
 
 The target protocol (shared with the bundled model): `factory(device, **options)` returns an object
 with `device`, `reset()`, `prepare(step)`, `step()` and optionally `max_steps`. Loading fails with
@@ -43,6 +43,11 @@ class UnsupportedTarget(TargetError):
 
     PREFIX = "unsupported: "
     verdict = "unsupported"
+
+
+class TargetExit(RuntimeError):
+    """The target called sys.exit() or os._exit() inside a protocol call (raised by the worker's
+    guard, read by the tracer: both sit above the targets, so the error lives here)."""
 
 
 # `hf:NAME` (or `hf` with --option model=...): the bundled transformers causal-LM target.

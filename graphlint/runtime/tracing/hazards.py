@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from graphlint.runtime import user_frames
-from graphlint.runtime.intercept import StepTrace
+from graphlint.runtime.tracing.intercept import StepTrace
 
 MAX_PER_HAZARD = 20
 _OPAQUE = (torch.Tensor, type, types.FunctionType, types.MethodType, types.ModuleType)

@@ -77,7 +77,7 @@ class LineRecorder:
         return on_line
 
     def code_objects(self) -> list:
-        """The code objects of user files that ran inside the recorder (graphlint.runtime.record)."""
+        """The code objects of user files that ran inside the recorder (graphlint.runtime.tracing.record)."""
         return [code for code, found in self._user.items() if found is not None]
 
     def as_report(self) -> dict[str, list[int]]:

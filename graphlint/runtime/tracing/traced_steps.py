@@ -8,10 +8,11 @@ import contextlib
 import traceback
 from typing import Any
 
-from graphlint.runtime import catalog, user_frames
-from graphlint.runtime.guard import TargetExit
-from graphlint.runtime.lines import LineRecorder
-from graphlint.runtime.intercept import Interceptor, StepTrace, SyncStop, no_tensor_output  # noqa: F401
+from graphlint.runtime.tracing import op_catalog
+from graphlint.runtime import user_frames
+from graphlint.runtime.targets.loader import TargetExit
+from graphlint.runtime.tracing.lines import LineRecorder
+from graphlint.runtime.tracing.intercept import Interceptor, StepTrace, SyncStop, no_tensor_output  # noqa: F401
 
 
 def trace_steps(target: Any, interceptor: Interceptor, steps: int,
@@ -93,7 +94,7 @@ def aggregate_events(traces: list[StepTrace]) -> list[dict]:
                 merged[key]["count"] += 1
                 continue
             record = {k: event[k] for k in ("op", "kind", "path", "line", "function", "stack", "detail")}
-            record.update(catalog.explain(event["kind"], event["op"]))
+            record.update(op_catalog.explain(event["kind"], event["op"]))
             record["count"] = 1
             record["first_step"] = event["step"]
             merged[key] = record
