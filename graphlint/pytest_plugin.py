@@ -142,7 +142,7 @@ class _Runner:
         except ImportError as error:
             pytest.fail(f"graphlint_runtime needs torch ({error}); install it with pip install "
                         "'graphlint-cuda[runtime]'", pytrace=False)
-        from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
+        from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 
         config = self.request.config
         marker = self.request.node.get_closest_marker("graphlint")

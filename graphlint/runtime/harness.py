@@ -13,7 +13,7 @@ from typing import Any
 from graphlint.runtime.tracing import record
 from graphlint.runtime.targets import loader
 from graphlint.runtime.targets.loader import TargetError, UnsupportedTarget, UsageError
-from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
+from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
 # The device runners' own step names (result["phase_errors"]) behind each phase.
@@ -100,14 +100,14 @@ def run_harness(
         for d in device_list
     ]
     if mode == "cpu-emulation" and not isolate:
-        from graphlint.runtime import cpu_run
+        from graphlint.runtime.emulation import cpu_run
 
         try:
             results = [cpu_run.run(specs[0])]
         except TargetError as exc:  # as a worker reports it: classified below
             results = [{"device": "cpu", "error": {"phase": "build", "error": str(exc), "target_error": True}}]
     else:
-        from graphlint.runtime import worker
+        from graphlint.runtime.isolation import worker
 
         results = worker.run_isolated(specs, step_timeout_s=step_timeout)
     build_errors = [r["error"]["error"] for r in results if (r.get("error") or {}).get("target_error")]

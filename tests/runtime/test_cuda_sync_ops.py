@@ -136,7 +136,7 @@ def test_the_static_check_flags_grouped_mm_in_transformers(tmp_path):
 
 
 def test_a_capture_failure_takes_the_fix_of_its_cause():
-    from graphlint.runtime.cuda_run import _explain_capture
+    from graphlint.runtime.cuda.cuda_run import _explain_capture
 
     event = {"op": "aten.nonzero.default", "kind": "dynamic-shape", "path": "m.py", "line": 3, "function": "f",
              **op_catalog.explain("dynamic-shape", "aten.nonzero.default")}

@@ -1,7 +1,8 @@
 """One subprocess per device: a worker that dies is reported and the others finish."""
 from __future__ import annotations
 
-from graphlint.runtime import harness, worker
+from graphlint.runtime import harness
+from graphlint.runtime.isolation import worker
 
 from runtime_helpers import target
 
