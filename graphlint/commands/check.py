@@ -145,7 +145,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
         with runtime_progress(target, options["quiet"]):
             report.runtime = run_harness(target, None, None)
         if options["runtime_compile"]:
-            from graphlint.runtime.compile_report import run_phase
+            from graphlint.runtime.torch_compile.compile_report import run_phase
 
             run_phase(report.runtime)
     except UsageError as error:  # a target that cannot be loaded: exit 2, the static half still reported

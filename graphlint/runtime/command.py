@@ -148,7 +148,7 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
             runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
                                   atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
         if compile_step:
-            from graphlint.runtime.compile_report import run_phase
+            from graphlint.runtime.torch_compile.compile_report import run_phase
 
             run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench, quiet=quiet)
         report = _report(runtime, [])

@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from graphlint.runtime import compile_report, compile_run
+from graphlint.runtime.torch_compile import compile_report, compile_run
 from graphlint.runtime.command import runtime_command
 from graphlint.runtime.harness import run_harness
 
