@@ -161,7 +161,7 @@ def lint_and_join(runtime: dict, config: Config, gate_third_party: bool = False,
     """The static half of `runtime --lint` (third-party section included) and the cross-check.
     `checked`: a static result of the project made before (`check --runtime`); its findings are
     joined too, and the regions of the files the step never ran are its."""
-    from graphlint.runtime import crosscheck
+    from graphlint import crosscheck
 
     root = config.root.resolve()
     static = lint(runtime, config, jobs=jobs, cache_dir=cache_dir)

@@ -13,7 +13,7 @@ from typing import Any
 
 from graphlint.gating.baseline import BASELINE_REASON
 from graphlint.report import Finding, Report
-from graphlint.runtime.crosscheck import confirmation, describe, marks
+from graphlint.crosscheck import confirmation, describe, marks
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "graphlintFingerprint/v1"

@@ -5,7 +5,7 @@ from click.testing import CliRunner
 
 from graphlint.cli import main
 from graphlint.runtime.tracing import hazards, op_catalog
-from graphlint.runtime import crosscheck
+from graphlint import crosscheck
 from graphlint.runtime.tracing.kinds import KINDS
 
 
