@@ -154,7 +154,7 @@ class _Runner:
                               bench=bench, step_timeout=timeout)
         report = Report(tool_version=graphlint.__version__, runtime=runtime)
         if lint or marked.get("lint"):
-            from graphlint.runtime.command import lint_and_join
+            from graphlint.commands.runtime import lint_and_join
 
             lint_and_join(report)
         result = RuntimeReport(report)

@@ -22,7 +22,7 @@ STAGES = [
     ("runtime", ["graphlint.runtime"]),
     ("views", ["graphlint.views"]),
     # Entry points: the click commands (graphlint/commands/, the runtime's own among them) and the pytest plugin.
-    ("cli", ["graphlint.cli", "graphlint.commands", "graphlint.server", "graphlint.__main__", "graphlint.runtime.command", "graphlint.pytest_plugin"]),
+    ("cli", ["graphlint.cli", "graphlint.commands", "graphlint.server", "graphlint.__main__", "graphlint.commands.runtime", "graphlint.pytest_plugin"]),
 ]
 
 

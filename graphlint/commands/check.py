@@ -135,7 +135,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
              "module:callable, or --runtime-target default for the bundled DSV4 demo step")
     try:  # torch missing: the same hint as `graphlint runtime`, before anything runs
         import torch  # noqa: F401
-        from graphlint.runtime.command import run_harness, runtime_progress
+        from graphlint.commands.runtime import run_harness, runtime_progress
         from graphlint.runtime.targets.loader import DEFAULT_TARGET, UsageError
     except ImportError as error:
         fail(f"the runtime harness needs torch ({error}); {RUNTIME_HINT}")

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from graphlint.config import load
 from graphlint import crosscheck
 from graphlint.runtime import lint_target
-from graphlint.runtime.command import runtime_command
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import marked_line, target

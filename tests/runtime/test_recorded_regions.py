@@ -18,7 +18,7 @@ from graphlint.engine import check
 from graphlint.report import Report
 from graphlint.runtime import lint_target
 from graphlint.runtime.tracing import record
-from graphlint.runtime.command import runtime_command
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import REPO, target

@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from graphlint.runtime.harness import run_harness
-from graphlint.terminal import heartbeat, real_stderr
-from graphlint.runtime.targets.loader import REFERENCE_TARGET, UsageError, parse_option
 from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
+from graphlint.runtime.targets.loader import REFERENCE_TARGET, UsageError, parse_option
+from graphlint.terminal import heartbeat, real_stderr
 
 __all__ = ["runtime_command", "run_harness", "runtime_progress"]
 
