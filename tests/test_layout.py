@@ -17,7 +17,7 @@ STAGES = [
     ("rules", ["graphlint.rules"]),
     ("callgraph", ["graphlint.callgraph"]),
     ("engine", ["graphlint.engine"]),
-    ("library", ["graphlint.gating", "graphlint.audit", "graphlint.testing"]),
+    ("library", ["graphlint.gating", "graphlint.region_audit", "graphlint.testing"]),
     # The runtime half stands beside the static one; views render the sections of both.
     ("runtime", ["graphlint.runtime"]),
     ("views", ["graphlint.views"]),

@@ -121,7 +121,7 @@ def run_check(paths: tuple[str, ...], options: dict[str, Any]) -> int:
         render_report(report, options["fmt"], options["output"], config.root, quiet=quiet,
                       show_suppressed=options["show_suppressed"], color=COLOR[options["color"]], sources=sources)
     if outcome is not None and not quiet:
-        from graphlint.gating.baseline import describe
+        from graphlint.gating.accepted_findings import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
     return exit_code(report, options["fail_on"], options["exit_zero"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from graphlint.gating.baseline import BASELINE_REASON
+from graphlint.gating.accepted_findings import BASELINE_REASON
 from graphlint.report import Finding, Report
 from graphlint.crosscheck import confirmation, describe, marks
 

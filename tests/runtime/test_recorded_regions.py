@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint.audit import is_recorded_root
+from graphlint.region_audit import is_recorded_root
 from graphlint.callgraph import recorded
 from graphlint.config import Config, load
 from graphlint.engine import check
