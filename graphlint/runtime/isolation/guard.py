@@ -133,7 +133,7 @@ def leftover_threads() -> list[dict]:
     return found
 
 
-_WORKER_FILE = os.path.join("graphlint", "runtime", "worker.py")
+_WORKER_FILE = os.path.join("graphlint", "runtime", "isolation", "worker.py")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
 
