@@ -48,7 +48,7 @@ def architectures() -> list[str]:
 
 
 def parse_case(case: str) -> tuple[str, dict]:
-    from graphlint.runtime.targets import parse_option
+    from graphlint.runtime.targets.loader import parse_option
 
     model, _, rest = case.partition(":")
     options = dict(parse_option(item) for item in rest.split(",") if item)
@@ -89,7 +89,7 @@ def run_case(case: str, device: str | None, steps: int | None, bench: bool, isol
     """One case through the harness: its summary row (verdict error / unsupported with the message
     when the harness cannot build or run it)."""
     from graphlint.runtime.harness import run_harness
-    from graphlint.runtime.targets import UsageError
+    from graphlint.runtime.targets.loader import UsageError
 
     model, options = parse_case(case)
     started = time.perf_counter()
@@ -118,7 +118,7 @@ def causes(row: dict, limit: int = 3) -> str:
 
 def markdown(rows: list[dict], device: str = "CPU emulation") -> str:
     """The rows as a markdown table; what every row shares (the prefill, sdpa) is left out."""
-    from graphlint.runtime.render import describe_features
+    from graphlint.views.runtime_text import describe_features
 
     lines = [f"| architecture | verdict ({device}) | causes at their lines | exercises |", "|---|---|---|---|"]
     for row in rows:

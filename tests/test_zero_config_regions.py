@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphlint import audit
+from graphlint import region_audit
 from graphlint.callgraph.values import package_module
 from graphlint.cli import main
 from graphlint.config import Config
@@ -64,7 +64,7 @@ def test_host_orchestration_one_time_code_and_the_eager_sampler_are_not_per_step
 
 
 def test_audit_lists_every_captured_function_with_its_reason():
-    result = audit.run([ENGINE / "minivllm"], Config(root=ENGINE), jobs=1)
+    result = region_audit.run([ENGINE / "minivllm"], Config(root=ENGINE), jobs=1)
     captured = {row.function for row in result.rows if row.region == "captured"}
     assert captured == {"LlamaForCausalLM.forward", "LlamaModel.forward", "DecoderLayer.forward", "Attention.forward",
                         "MLP.forward", "RotaryEmbedding.forward", "KVCacheBase.update", "StaticKVCache.update",

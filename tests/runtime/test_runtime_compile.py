@@ -10,8 +10,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from graphlint.runtime import compile_report, compile_run
-from graphlint.runtime.command import runtime_command
+from graphlint.runtime.torch_compile import compile_report, compile_run
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import marked_line, target

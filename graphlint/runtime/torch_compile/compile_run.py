@@ -17,8 +17,9 @@ from typing import Any
 
 import torch
 
-from graphlint.runtime import sources, targets
-from graphlint.runtime.intercept import Interceptor, tensors_of
+from graphlint.runtime import user_frames as sources
+from graphlint.runtime.targets import loader as targets
+from graphlint.runtime.tracing.intercept import Interceptor, tensors_of
 
 DEFAULT_STEPS = 10  # warm-up, record, then replays of the CUDA-graph tree
 BENCH_STEPS = {"cpu": 5, "cuda": 50}
