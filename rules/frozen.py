@@ -283,7 +283,7 @@ def _per_step_attribute(node: cst.Attribute, ctx: Context, by_name: bool = False
 
 def _advanced_object_attr(node: cst.Attribute, ctx: Context) -> bool:
     """`inference_params.seqlen_offset`: an attribute of a passed object that a loop of the
-    project advances between steps (graphlint.callgraph.summaries learns them), holding no tensor."""
+    project advances between steps (graphlint.callgraph.project_summaries learns them), holding no tensor."""
     return (isinstance(node.value, cst.Name) and node.value.value != "self"
             and node.attr.value in getattr(ctx.facts, "per_step_param_attrs", ())
             and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE))
