@@ -452,6 +452,7 @@ class Inference:
         # Host attributes of self this function advances, and the loop-carried locals the
         # enclosing loops advance (names), with the calls that pass one of them on.
         self.advanced_attrs: set[str] = set()
+        self._constructing = False  # in __init__ (or another dunder): sizes set once
         self._advancing: list[frozenset[str]] = []
         self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
         self._advanced_by_loop: dict[int, frozenset[str]] = {}
@@ -479,6 +480,7 @@ class Inference:
 
     # ----- entry points -------------------------------------------------------------
     def run_function(self, node: cst.FunctionDef, is_method: bool, qualname: str | None = None) -> FunctionFacts:
+        self._constructing = node.name.value.startswith("__") and node.name.value.endswith("__")
         self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
         self.local_params = {name: self.env[name] for name in self.param_names if name in self.env}
@@ -642,7 +644,10 @@ class Inference:
                 self.env[small.target.value] = _binop(left, right)
             elif (isinstance(small.target, cst.Attribute) and isinstance(small.target.value, cst.Name)
                   and small.target.value.value == "self" and left.kind not in (DEVICE, HOST_TENSOR)
-                  and right.kind in (HOST, NONE)):
+                  and right.kind in (HOST, NONE) and not self._constructing
+                  and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign))):
+                # A counter the class moves (`self.filled += n`), not a size set up once in
+                # `__init__` (`self.num_buckets *= 2`).
                 self.advanced_attrs.add(small.target.attr.value)
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
