@@ -1,4 +1,5 @@
-"""Does indexing with a 0-dim integer CUDA tensor read it on the host? (sync debug mode + capture)"""
+"""Does indexing with a 0-dim integer CUDA tensor read it on the host? Run on a GPU (bench/h200_checks.sh probe):
+sync debug mode around each form, then a capture of `w[idx]` replayed after `idx` changed."""
 import torch
 dev = "cuda"
 w = torch.randn(8, 4, 4, device=dev)
