@@ -10,7 +10,7 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from graphlint.runtime import compile_report, compile_run
+from graphlint.runtime import compile_report, compile_run, selection_ties
 from graphlint.runtime.command import runtime_command
 from graphlint.runtime.harness import run_harness
 
@@ -98,6 +98,85 @@ def test_outputs_that_differ_from_eager_fail():
     rows = logits_and_token["per_output"]
     assert [r["dtype"] for r in rows] == ["float32", "int64"] and rows[0]["max_abs_diff"] == pytest.approx(5e-3)
     assert not compile_run.compare([[torch.ones(3)]], [[torch.ones(3) + 5e-3]], 0.0, 0.0)["match"]  # fp32 step
+
+
+
+def _choices(step, *inputs):
+    """The nearest tie SelectionTies records over one eager step that routes `inputs` (topk 2 and argmax)."""
+    ties = selection_ties.SelectionTies(half=True, limit=float("inf"))
+    ties.next_step()
+    with ties:
+        for x in inputs:
+            step(x)
+    return ties.steps[-1][0] if ties.steps[-1] else None
+
+
+def test_a_choice_between_values_closer_than_rounding_is_a_near_tie_at_its_line():
+    def route(x):
+        return x.topk(2, dim=-1), x.argmax(dim=-1)  # the choices, at this line
+
+    line = route.__code__.co_firstlineno + 1
+    eps = torch.finfo(torch.bfloat16).eps
+    near = _choices(route, torch.tensor([[4.0, 3.0, 1.0, -5.0], [1.0, 0.9, 0.9 - 0.5 * eps, -5.0]]))
+    assert near["op"] == "topk" and near["margin"] == pytest.approx(0.5 / 5.0, rel=1e-3) and near["row"] == 1
+    assert near["path"].endswith("test_runtime_compile.py") and near["line"] == line
+    far = _choices(route, torch.tensor([[4.0, 3.0, 1.0, -5.0]]))
+    assert far["op"] == "argmax" and far["margin"] == pytest.approx(1.0 / (eps * 5.0))
+    # No choice: all of the dimension chosen, or a tie among masked -inf entries only.
+    assert _choices(lambda x: x.topk(3), torch.tensor([1.0, 1.0, 1.0])) is None
+    assert _choices(lambda x: x.topk(2), torch.tensor([3.0, float("-inf"), float("-inf")])) is None
+
+
+class NearTieRouter:
+    """A step whose output is the slots its topk chooses; slots 1 and 2 are within rounding of a tie."""
+
+    max_steps = 3
+
+    def __init__(self):
+        self.scores = torch.tensor([[1.0, 0.9, 0.9 - 1e-4, -5.0]])
+
+    def reset(self):
+        pass
+
+    def prepare(self, step):
+        pass
+
+    def step(self):
+        return (self.scores.topk(2, dim=-1).indices.float(),)  # PLANTED: choice
+
+
+def _like_with_like(compiled, atol=0.0):
+    router = NearTieRouter()
+    ties = selection_ties.SelectionTies(True, compile_run.TOLERANCE_ULPS)
+    eager = []
+    for _ in range(3):
+        ties.next_step()
+        with ties:
+            eager.append(list(router.step()))
+    return compile_run._compare_like_with_like(router, eager, compiled, ties.steps, atol, 0.0, True)
+
+
+def test_a_step_that_differs_by_a_flipped_near_tie_choice_matches_the_eager_rerun_that_chose_alike():
+    chose, flipped, other = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 2.0]]), torch.tensor([[0.0, 3.0]])
+    result = _like_with_like([[chose], [flipped], [chose]])
+    assert result["match"] and result["per_output"][0]["choice_flips"] == 1
+    (flip,) = result["choice_flips"]
+    assert (flip["step"], flip["op"], flip["outputs"]) == (1, "topk", [0]) and flip["margin"] < 1
+    assert (flip["path"], flip["line"]) == (marked_line_here("choice"))
+    assert result["max_abs_diff"] == 1.0  # the difference is still reported
+    # A difference no flipped choice explains, or a tolerance given by the user: a mismatch.
+    assert not _like_with_like([[chose], [other], [chose]])["match"]
+    assert not _like_with_like([[chose], [flipped], [chose]], atol=0.5)["match"]
+
+
+def marked_line_here(marker: str) -> tuple[str, int]:
+    from pathlib import Path
+
+    path = Path(__file__)
+    for number, text in enumerate(path.read_text().splitlines(), start=1):
+        if text.rstrip().endswith(f"# PLANTED: {marker}"):
+            return path.relative_to(path.parents[2]).as_posix(), number
+    raise AssertionError(marker)
 
 
 # torch's messages, copied from torch 2.11 (H200) and 2.13 (CPU) runs: the parsers' specification.
