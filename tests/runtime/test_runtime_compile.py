@@ -376,9 +376,22 @@ def test_buffers_on_a_plain_object_are_mutated_graph_inputs_and_module_buffers_a
 def test_bundled_graph_safe_step_writes_only_static_inputs_and_passes_compile_with_inductor():
     # About 45 s (the first) and 70 s (the second) on two busy CPU cores: Inductor compiles the whole step.
     assert mutated_non_static_inputs("dsv4_model.target:graph_safe") == [0]
-    runtime = run_harness("graph-safe", "cpu", None, bench=False)
-    part = compile_report.run_phase(runtime, "inductor", None, bench=False)["compile"]
+    # 20 steps: on the CPU (torch 2.13) Inductor flips a near-tie MoE expert choice at step 11.
+    runtime = run_harness("graph-safe", "cpu", 20, bench=False)
+    part = compile_report.run_phase(runtime, "inductor", 20, bench=False)["compile"]
     assert part["findings"] == [] and part["counters"]["graphs"] == 1
-    assert part["verdict"] == "pass" and part["outputs"]["match"] and part["outputs"]["steps"] == 10
-    logits = part["outputs"]["per_output"][0]
-    assert 0 < logits["max_abs_diff"] <= logits["atol"]  # Inductor rounds differently from eager bf16
+    outputs = part["outputs"]
+    assert part["verdict"] == "pass" and outputs["match"] and outputs["steps"] == 20
+    assert outputs["per_output"][0]["max_abs_diff"] > 0  # Inductor rounds differently from eager bf16
+    assert all(flip["path"].startswith("dsv4_model/") and flip["margin"] <= compile_run.TOLERANCE_ULPS
+               for flip in outputs["choice_flips"])
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+@needs_cuda
+def test_cuda_the_bundled_step_records_cuda_graphs_and_passes_compile():
+    runtime = run_harness("graph-safe", "cuda:0", None, bench=False)
+    part = compile_report.run_phase(runtime, "inductor", None, bench=False)["compile"]
+    assert part["cudagraphs"].startswith("captured") and not part["cudagraph_skips"], part["cudagraphs"]
+    assert part["verdict"] == "pass", part["outputs"]
