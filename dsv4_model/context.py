@@ -6,13 +6,14 @@ layer ever sees a host integer that changes between steps. The aranges are built
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .config import DSV4Config
-from .rope import model_tables
+from .rope import RopeTable, model_tables
 
 
 @dataclass
@@ -43,7 +44,7 @@ class PositionIndex(nn.Module):
     def __init__(self, cfg: DSV4Config, batch: int, device: torch.device):
         super().__init__()
         self.window = cfg.window
-        self.tables = nn.ModuleDict(zip(("main", "compress"), model_tables(cfg, device)))
+        self.tables: Mapping[str, RopeTable] = nn.ModuleDict(zip(("main", "compress"), model_tables(cfg, device)))
         self.register_buffer("row_base", torch.arange(batch, device=device) * cfg.window)
         self.register_buffer("win_slots", torch.arange(cfg.window, device=device))
         self.ratios = tuple(m for m in sorted(set(cfg.compress_ratios)) if m)
