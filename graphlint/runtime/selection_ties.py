@@ -16,21 +16,19 @@ _CHOICES = {aten.topk.default: "topk", aten.argmax.default: "argmax", aten.argmi
 _SMALLEST = {"argmin", "min"}
 
 
-def _choice(name: str, args: tuple, kwargs: dict) -> tuple[torch.Tensor, int, int, bool, bool]:
-    """(input, dim, k, largest, keepdim) of a choice op; a flattened input for argmax(dim=None)."""
+def _choice(name: str, args: tuple, kwargs: dict) -> tuple[torch.Tensor, int, int, bool]:
+    """(input, dim, k, largest) of a choice op; a flattened input for argmax(dim=None)."""
     x = args[0]
     if name == "topk":
         k = args[1]
         dim = args[2] if len(args) > 2 else kwargs.get("dim", -1)
         largest = args[3] if len(args) > 3 else kwargs.get("largest", True)
-        keepdim = True
     else:
         k, largest = 1, name not in _SMALLEST
         dim = args[1] if len(args) > 1 else kwargs.get("dim")
-        keepdim = bool(args[2] if len(args) > 2 else kwargs.get("keepdim", False))
     if dim is None:
         x, dim = x.flatten(), 0
-    return x, dim % max(x.dim(), 1), k, largest, keepdim
+    return x, dim % max(x.dim(), 1), k, largest
 
 
 def _rows(x: torch.Tensor, dim: int) -> torch.Tensor:
@@ -44,7 +42,7 @@ def margin(name: str, args: tuple, kwargs: dict, eps: float) -> tuple[float, int
     x = args[0]
     if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.numel() == 0 or x.device.type == "meta":
         return None
-    x, dim, k, largest, _ = _choice(name, args, kwargs)
+    x, dim, k, largest = _choice(name, args, kwargs)
     if x.dim() == 0 or k >= x.shape[dim]:
         return None
     edge = _rows(x.detach().double(), dim).topk(k + 1, dim=-1, largest=largest).values[:, k - 1:]
@@ -62,7 +60,7 @@ def margin(name: str, args: tuple, kwargs: dict, eps: float) -> tuple[float, int
 
 def flipped(name: str, args: tuple, kwargs: dict, out, row: int):
     """The choice's output with, in `row`, its last chosen entry replaced by the runner-up."""
-    x, dim, k, largest, _ = _choice(name, args, kwargs)
+    x, dim, k, largest = _choice(name, args, kwargs)
     runner = _rows(x, dim).topk(k + 1, dim=-1, largest=largest)
     value, index = runner.values[row, k], runner.indices[row, k]
 
