@@ -337,7 +337,7 @@ def mutated_non_static_inputs(spec: str, steps: int = 2) -> list[int]:
     import torch._inductor.config as inductor_config
     from torch._inductor import output_code
 
-    from graphlint.runtime import targets
+    from graphlint.runtime.targets import loader as targets
 
     counts: list[int] = []
     original = output_code.CompiledFxGraph.__init__
