@@ -355,7 +355,7 @@ def test_a_callable_parameter_runs_what_the_reaching_caller_passes(tmp_path):
                     self.block.step()
         """))
     assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []
-    regions = {row.function: row.region for row in audit.run([tmp_path], Config(root=tmp_path), jobs=1).rows}
+    regions = {row.function: row.region for row in region_audit.run([tmp_path], Config(root=tmp_path), jobs=1).rows}
     assert regions["Block.step._step"] == "captured" and regions.get("Block.setup._init") != "captured"
 
 
