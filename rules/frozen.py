@@ -192,7 +192,8 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
         kind = annotation_value(param.annotation.annotation, ctx.imports).kind if param.annotation else None
         if kind in (DEVICE, HOST_TENSOR, MODULE):
             continue
-        if name in PER_STEP_NAMES or (name in _ANNOTATED_ONLY and kind == HOST):
+        if (name in PER_STEP_NAMES or (name in _ANNOTATED_ONLY and kind == HOST)
+                or name in getattr(ctx.facts, "per_step_names", ())):
             names.add(name)
         elif not by_name and name in getattr(ctx.facts, "per_step_params", ()):
             names.add(name)  # a caller's loop advances it between calls
@@ -203,6 +204,8 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
             assignments.append(node)
         elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
                 and (_per_step_attr(node.attr.value, ctx, by_name) or node.attr.value in _ANNOTATED_ONLY):
+            self_attrs = True
+        elif not by_name and isinstance(node, cst.Attribute) and _advanced_object_attr(node, ctx):
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
     # passes let loop-carried assignments settle.
@@ -246,6 +249,14 @@ def _per_step_attribute(node: cst.Attribute, ctx: Context, by_name: bool = False
     return node.attr.value in _ANNOTATED_ONLY and kind == HOST
 
 
+def _advanced_object_attr(node: cst.Attribute, ctx: Context) -> bool:
+    """`inference_params.seqlen_offset`: an attribute of a passed object that a loop of the
+    project advances between steps (graphlint.callgraph.summaries learns them), holding no tensor."""
+    return (isinstance(node.value, cst.Name) and node.value.value != "self"
+            and node.attr.value in getattr(ctx.facts, "per_step_param_attrs", ())
+            and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE))
+
+
 def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = False) -> bool:
     """Whether a per-step value flows into `node` through arithmetic (not through shapes,
     metadata or the result of a function, which may well be a tensor)."""
@@ -256,6 +267,8 @@ def _mentions(node: cst.CSTNode, names: set[str], ctx: Context, by_name: bool = 
             return False
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             return _per_step_attribute(node, ctx, by_name)
+        if not by_name and _advanced_object_attr(node, ctx):
+            return True
         return _mentions(node.value, names, ctx, by_name)
     if isinstance(node, cst.Call):
         func = dotted(node.func) or ""
@@ -425,8 +438,19 @@ class PerStepBranch(Rule):
         "    return torch.where(pos % ratio == ratio - 1, new, kv)\n",
         # Outside the captured region (host orchestration) a per-step branch is expected.
         "def prepare(state, start_pos: int):  # graphlint: host\n    if start_pos == 0:\n        state.reset()\n",
+        # The first step against the rest (mamba_ssm's `inference_params.seqlen_offset > 0`,
+        # litgpt's `input_pos_maxp1 is not None`): every decode step takes the same branch.
+        "def f(x: torch.Tensor, start_pos: int):\n    if start_pos == 0:\n        return x\n    return x * 2\n",
+        "def f(x: torch.Tensor, mask: torch.Tensor, input_pos_maxp1=None):\n"
+        "    if input_pos_maxp1 is not None:\n        mask = mask[..., :8]\n    return x + mask\n",
+        # A bounds check only raises: the captured path never takes it.
+        "def f(x: torch.Tensor, start_pos: int, max_len: int):\n    if start_pos >= max_len:\n"
+        "        raise ValueError('too long')\n    return x\n",
     ]
     INVALID = [
+        # The position derived first, then tested against zero, still changes per step.
+        "def f(x: torch.Tensor, start_pos: int, ratio: int):\n    rem = (start_pos + 1) % ratio\n"
+        "    if rem == 0:\n        x = x * 2\n    return x\n",
         "def f(x: torch.Tensor, start_pos: int, ratio: int):\n    if (start_pos + 1) % ratio == 0:\n"
         "        x = x * 2\n    return x\n",
         # The reference port's compressor (dsv4_model/reference.py): the runtime sees the ops differ.
@@ -439,16 +463,39 @@ class PerStepBranch(Rule):
     ]
 
     _per_step: set[str] = set()
+    _params: set[str] = set()
     _active = False  # module-level code runs before any function
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         self._per_step, self._active = _per_step_names(node, ctx)
+        params = node.params
+        self._params = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
 
     def _check(self, test: cst.BaseExpression, ctx: Context) -> None:
-        if self._active and ctx.value(test).kind not in (DEVICE, HOST_TENSOR) and _mentions(test, self._per_step, ctx):
+        if self._active and ctx.value(test).kind not in (DEVICE, HOST_TENSOR) and any(
+                _mentions(part, self._per_step, ctx) and not self._same_every_decode_step(part)
+                for part in _test_operands(test)):
             ctx.report(self, test)
 
+    def _same_every_decode_step(self, test: cst.BaseExpression) -> bool:
+        """`start_pos == 0`, `params.seqlen_offset > 0`, `input_pos_maxp1 is not None`: the
+        position itself (a parameter or an attribute, not a local computed from it) tested
+        against none or zero splits the first step (prefill) from decode, and every decode step
+        takes the same branch, so the capture freezes nothing that changes."""
+        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+            return False
+        left, target = test.left, test.comparisons[0]
+        source = isinstance(left, cst.Attribute) or (isinstance(left, cst.Name) and left.value in self._params)
+        if not source:
+            return False
+        if isinstance(target.operator, (cst.Is, cst.IsNot)):
+            return isinstance(target.comparator, cst.Name) and target.comparator.value == "None"
+        return (isinstance(target.operator, (cst.Equal, cst.NotEqual, cst.GreaterThan, cst.LessThanEqual))
+                and isinstance(target.comparator, cst.Integer) and target.comparator.value == "0")
+
     def visit_If(self, node: cst.If, ctx: Context) -> None:
+        if _only_raises(node.body) and node.orelse is None:
+            return  # a bounds check (`if pos > max_len: raise ...`): the captured path never raises
         self._check(node.test, ctx)
 
     def visit_While(self, node: cst.While, ctx: Context) -> None:
@@ -456,6 +503,24 @@ class PerStepBranch(Rule):
 
     def visit_IfExp(self, node: cst.IfExp, ctx: Context) -> None:
         self._check(node.test, ctx)
+
+
+def _test_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of `and` / `or` / `not` in a branch test, each judged alone."""
+    if isinstance(test, cst.BooleanOperation):
+        return _test_operands(test.left) + _test_operands(test.right)
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        return _test_operands(test.expression)
+    return [test]
+
+
+def _only_raises(block: cst.BaseSuite) -> bool:
+    body = block.body
+    if isinstance(block, cst.IndentedBlock):
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine):
+            return False
+        body = body[0].body
+    return len(body) == 1 and isinstance(body[0], cst.Raise)
 
 
 RULES = [FrozenScalar, HostRandomOrClock, PerStepBranch]

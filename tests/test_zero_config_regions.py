@@ -220,6 +220,99 @@ def test_training_lazy_and_prefill_branches_are_not_per_step(tmp_path):
     assert sorted((f.rule, f.line) for f in findings) == [("GL101", 24), ("GL405", 23)]
 
 
+def test_engine_step_flags_debug_switches_and_early_exits_are_not_the_captured_step(tmp_path):
+    # Spellings of the step kind from several engines (graphlint/data/zones.toml), the rest of a
+    # body after an early return from the decode arm, debug switches and the not-capturing arm.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import logging
+        import torch
+        from torch import nn
+
+        logger = logging.getLogger(__name__)
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor, meta, cu_seqlen_prefill=None):
+                if cu_seqlen_prefill is not None:
+                    a = x.sum().item()              # prefill (cu_seqlen_prefill given)
+                if meta.forward_mode == ForwardMode.EXTEND:
+                    b = x.sum().item()              # prefill (an enum compared)
+                if meta.num_prefills > 0:
+                    c = x.sum().item()              # prefill (a count)
+                if self.debug_dump_folder:
+                    d = x.sum().item()              # debug switch
+                if logger.isEnabledFor(logging.DEBUG):
+                    e = x.sum().item()              # debug switch
+                if self.enable_chunked_prefill:
+                    f = x.sum().item()              # configuration, not the step kind: flagged
+                return self.tail(x, meta)
+
+            def tail(self, x: torch.Tensor, meta):
+                if not meta.extend_return_logprob:
+                    return x * 2
+                return x.max().item()               # after the decode step returned: prefill
+
+            def alloc(self, x: torch.Tensor):
+                if self.is_cuda_graph:
+                    return self.pool.take(x)
+                return x.min().item()               # the eager path, not captured
+
+            def forward_all(self, x: torch.Tensor, meta):
+                return self.forward(x, meta) + self.alloc(x)
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL1",)), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 21)]
+
+
+def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
+    # A loop advances a keyword argument and an attribute of a passed object; the functions that
+    # receive them (under the same name, or reading the attribute) freeze a per-step value.
+    (tmp_path / "gen.py").write_text(textwrap.dedent("""
+        import torch
+        from model import Model
+
+        def next_token(model: Model, x: torch.Tensor, input_pos_maxp1=None):
+            return model(x, input_pos_maxp1=input_pos_maxp1)
+
+        def compiled():
+            return torch.compile(next_token, mode="reduce-overhead")
+
+        def generate(model: Model, x: torch.Tensor, params, n: int):
+            input_pos_maxp1 = 4
+            for _ in range(n):
+                x = next_token(model, x, input_pos_maxp1=input_pos_maxp1)
+                input_pos_maxp1 += 1
+                params.seqlen_offset += 1
+            return x
+        """))
+    (tmp_path / "model.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cache = torch.zeros(2, 8, device="cuda")
+
+            def forward(self, x: torch.Tensor, input_pos_maxp1=None, params=None):
+                if input_pos_maxp1 is not None:           # present or not: the same every step
+                    x = x[..., :input_pos_maxp1]          # frozen per-step bound
+                if params is not None and params.seqlen_offset > 0:
+                    self.cache[:, params.seqlen_offset] = x.sum()   # frozen per-step index
+                return x
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.attn = Attention()
+
+            def forward(self, x: torch.Tensor, input_pos_maxp1=None):
+                return self.attn(x, input_pos_maxp1)
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert sorted((f.rule, f.path.rsplit("/", 1)[-1], f.line) for f in findings) == [
+        ("GL508", "model.py", 12), ("GL508", "model.py", 14)]
+
+
 def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):
     (tmp_path / "m.py").write_text(textwrap.dedent("""
         import torch

@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import libcst as cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.capture_sites import one_time_blocks
+from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import dotted
 
@@ -228,8 +228,12 @@ class _FunctionWalker:
     def block(self, suite: cst.BaseSuite | None) -> None:
         if suite is None:
             return
+        rest = rest_zones(suite.body) if type(suite) is cst.IndentedBlock else {}
         for stmt in suite.body:
-            self.statement(stmt)
+            if id(stmt) in rest:
+                self._branch(stmt, True)
+            else:
+                self.statement(stmt)
 
     def _branch(self, node: cst.CSTNode, once: bool) -> None:
         """Walk an `if` branch; in a one-time branch (training-only, lazy initialisation) the

@@ -1,6 +1,7 @@
 """Per-file facts that decide regions without configuration: where a function captures a CUDA
 graph (and what it captures), whether it replays one, and which of its branches are not part
-of the captured decode step (training-only, lazy first-call initialisation, prefill-only).
+of the captured decode step (training-only, lazy first-call initialisation, prefill-only,
+debug-only), including the rest of a block after an early exit from such a branch's other arm.
 
 Capture sites: `with torch.cuda.graph(...)` (its body), `g.capture_begin()` ... `g.capture_end()`
 (the statements between), `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f,
@@ -10,6 +11,7 @@ callees (graphlint.callgraph.graph).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -30,12 +32,22 @@ _INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setu
 TRAINING_ONLY = "training-only"
 LAZY_INIT = "lazy-init"
 PREFILL_ONLY = "prefill-only"
+DEBUG_ONLY = "debug-only"
+EAGER_ONLY = "eager-only"
+
+
+def _patterns(key: str) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{p})" for p in catalog.zones("step_flags", key)))
+
+
 # Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
-# (nano-vllm's and vLLM's `context.is_prefill`, lmdeploy's `attn_metadata.is_decoding`).
-_PREFILL_FLAGS = frozenset({"is_prefill", "is_prefilling", "is_extend"})  # SGLang's ForwardMode.is_extend()
-# Decode-like step kinds (SGLang's ForwardMode.is_decode_or_idle(), is_target_verify(): the
-# speculative verify step is captured as well).
-_DECODE_FLAGS = frozenset({"is_decoding", "is_decode", "is_decode_or_idle", "is_target_verify", "is_idle"})
+# (graphlint/data/zones.toml lists the spellings and where they come from).
+_PREFILL_NAME = _patterns("prefill")
+_DECODE_NAME = _patterns("decode")
+_CAPTURE_NAME = _patterns("capture")
+_CONFIG_WORDS = catalog.zones("step_flags", "config_words")
+_DEBUG_WORDS = catalog.zones("debug_flags", "words")
+_DEBUG_CALLS = catalog.zones("debug_flags", "calls")
 
 
 @dataclass
@@ -188,16 +200,71 @@ def _assigned(body: cst.CSTNode, target_text: str) -> bool:
                for target in _assignment_targets(body, (cst.Assign, cst.AnnAssign, cst.AugAssign)))
 
 
-def _step_flag(node: cst.BaseExpression) -> str | None:
-    """"prefill" or "decode" for a step flag: `state.is_prefill`, `mode.is_decode()`."""
+def _flag_name(node: cst.BaseExpression) -> str | None:
+    """The name a flag test reads, lower-cased: `state.is_prefill`, `mode.is_decode()`,
+    `is_prefill`, `(meta := md.prefill_metadata)`, `ForwardMode.EXTEND`."""
+    if isinstance(node, cst.NamedExpr):
+        node = node.value
     if isinstance(node, cst.Call) and not node.args:
         node = node.func
     if isinstance(node, cst.Attribute):
-        if node.attr.value in _PREFILL_FLAGS:
-            return "prefill"
-        if node.attr.value in _DECODE_FLAGS:
-            return "decode"
+        return node.attr.value.lower()
+    if isinstance(node, cst.Name):
+        return node.value.lower()
     return None
+
+
+def _step_flag(node: cst.BaseExpression) -> str | None:
+    """"prefill" or "decode" for a step flag: `state.is_prefill`, `mode.is_decode()`,
+    `cu_seqlen_prefill is not None`, `md.num_prefills > 0`, `mode == ForwardMode.EXTEND`."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(operator, (cst.IsNot, cst.GreaterThan, cst.NotEqual)) and _is_zero_or_none(right):
+            return _step_flag(node.left)  # present, or more than none
+        if isinstance(operator, cst.Equal):
+            return _step_flag(right) or _step_flag(node.left)
+        return None
+    name = _flag_name(node)
+    if name is None or _CONFIG_WORDS.intersection(name.split("_")):
+        return None
+    if _PREFILL_NAME.fullmatch(name):
+        return "prefill"
+    if _DECODE_NAME.fullmatch(name):
+        return "decode"
+    if _CAPTURE_NAME.fullmatch(name):
+        return "capture"
+    return None
+
+
+def _is_zero_or_none(node: cst.BaseExpression) -> bool:
+    return (isinstance(node, cst.Name) and node.value == "None") or (
+        isinstance(node, cst.Integer) and node.value == "0")
+
+
+def _flag_negation(test: cst.BaseExpression) -> tuple[cst.BaseExpression, bool]:
+    """The flag a test reads and whether the test negates it (`not x`, `x is None`,
+    `x == 0`, `mode != ForwardMode.DECODE`)."""
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner, negated = _flag_negation(test.expression)
+        return inner, not negated
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
+        if isinstance(operator, (cst.Is, cst.Equal)) and _is_zero_or_none(right):
+            return test.left, True
+        if isinstance(operator, cst.NotEqual) and not _is_zero_or_none(right):
+            return cst.Comparison(test.left, [cst.ComparisonTarget(cst.Equal(), right)]), True
+    return test, False
+
+
+def _debug_flag(node: cst.BaseExpression) -> bool:
+    """A debug switch: `self.debug_tensor_dump_output_folder`, `DEBUG`, `logger.isEnabledFor(...)`."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and isinstance(
+            node.comparisons[0].operator, cst.IsNot) and _is_zero_or_none(node.comparisons[0].comparator):
+        node = node.left
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _DEBUG_CALLS:
+        return True
+    name = _flag_name(node)
+    return name is not None and bool(_DEBUG_WORDS.intersection(name.split("_")))
 
 
 def _negated_flag(node: cst.BaseExpression) -> str | None:
@@ -226,22 +293,27 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
     `not hasattr(self, "x")`) that the branch sets."""
     if _is_self_training(test):
         return TRAINING_ONLY, False
-    flag, negated = (test.expression, True) if (
-        isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)) else (test, False)
+    flag, negated = _flag_negation(test)
     step_kind = _step_flag(flag)
     if step_kind is None and isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.Or):
         # `if mode.is_decode_or_idle() or mode.is_target_verify():` is the decode step; the
         # rest of its `elif` chain is prefill.
         kinds = {_step_flag(part) for part in _operands(flag, cst.Or)}
         step_kind = "decode" if kinds == {"decode"} else None
+    if step_kind == "capture":
+        return EAGER_ONLY, not negated  # the arm taken when not capturing
     if step_kind is not None:
         return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
+    if _debug_flag(flag):
+        return DEBUG_ONLY, negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
         # `if state.is_prefill and state.is_token_healing:` runs only when both hold.
         if any(_step_flag(part) == "prefill" or _negated_flag(part) == "decode" for part in _operands(test, cst.And)):
             return PREFILL_ONLY, False
+        if any(_debug_flag(part) for part in _operands(test, cst.And)):
+            return DEBUG_ONLY, False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if _is_self_training(inner):
@@ -272,6 +344,31 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         if name is not None and "." in name and _assigned(body, name):
             return LAZY_INIT, False
     return None, False
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """Whether a block always leaves its enclosing block (it ends in return, raise or continue)."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if isinstance(block, cst.SimpleStatementSuite) or isinstance(last, cst.SimpleStatementLine):
+        smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else last.body
+        return bool(smalls) and isinstance(smalls[-1], (cst.Return, cst.Raise, cst.Continue))
+    return False
+
+
+def rest_zones(statements: Any) -> dict[int, str]:
+    """The statements of a block that follow an early exit out of one-time code's other arm
+    (`if not meta.is_prefill: return out` ... the prefill rest), by id, with their kind."""
+    found: dict[int, str] = {}
+    kind: str | None = None
+    for stmt in statements:
+        if kind is not None:
+            found[id(stmt)] = kind
+        elif type(stmt) is cst.If and stmt.orelse is None and _exits(stmt.body):
+            test_kind, negated = one_time_test(stmt.test, stmt.body)
+            if test_kind is not None and negated:
+                kind = test_kind
+    return found
 
 
 def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:

@@ -90,6 +90,13 @@ def call_graph(section: str, key: str) -> Any:
     return frozenset(value) if isinstance(value, list) else value
 
 
+@lru_cache(maxsize=None)
+def zones(section: str, key: str) -> Any:
+    """One entry of graphlint/data/zones.toml (the flags that name a branch's step kind)."""
+    value = _load("zones.toml")[section][key]
+    return frozenset(value) if isinstance(value, list) and key.endswith(("words", "calls")) else value
+
+
 def reason(section: str) -> str:
     return _raw()[section].get("reason", "")
 

@@ -19,7 +19,8 @@ import libcst as cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
-from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks
+from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
+                                              rest_zones)
 from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports, normalise_identifiers
@@ -182,7 +183,7 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
-    zones = _zones(node, ctx) if type(node) in (cst.If, cst.With) else None
+    zones = _zones(node, ctx) if type(node) in _ZONED else None
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
     elif zones:
@@ -213,9 +214,15 @@ def _tokenizer_position(text: str) -> dict[str, int]:
     return {}
 
 
+_ZONED = (cst.If, cst.With, cst.IndentedBlock)
+
+
 def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
-    """Children of an `if` or `with` that run once (training-only, lazy initialisation) or
-    inside a capture (`with torch.cuda.graph(...)`), by id."""
+    """Children of an `if` or `with` that run once (training-only, lazy initialisation,
+    prefill-only, debug-only) or inside a capture (`with torch.cuda.graph(...)`), and the rest
+    of a block after an early exit from the other arm of such an `if`, by id."""
+    if type(node) is cst.IndentedBlock:
+        return rest_zones(node.body) or None
     if type(node) is cst.If:
         blocks = one_time_blocks(node)
         return {id(block): kind for block, kind in blocks} if blocks else None

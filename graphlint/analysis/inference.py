@@ -312,6 +312,18 @@ def _advanced_names(body: cst.BaseSuite) -> set[str]:
     return names
 
 
+def _advanced_object_attrs(body: cst.BaseSuite) -> set[str]:
+    """Attributes of objects other than `self` that a loop body advances (`params.seqlen_offset
+    += n`): the object is passed to the step, and the attribute changes between calls."""
+    attrs: set[str] = set()
+    for node in iter_code(body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        if (type(node) is cst.AugAssign and isinstance(node.target, cst.Attribute)
+                and isinstance(node.target.value, cst.Name) and node.target.value.value != "self"
+                and isinstance(node.operator, (cst.AddAssign, cst.SubtractAssign))):
+            attrs.add(node.target.attr.value)
+    return attrs
+
+
 def _default_code(param: cst.Param) -> str | None:
     """A parameter's default for the summary: "none", "host" (a literal) or None (no default,
     or one whose kind is not known)."""
@@ -337,6 +349,8 @@ class FunctionFacts:
         # calls, and `self` attributes the class advances with an augmented assignment.
         self.per_step_params: set[str] = set()
         self.per_step_attrs: set[str] = set()
+        self.per_step_param_attrs: set[str] = set()  # `param.<attr>` a caller's loop advances
+        self.per_step_names: set[str] = set()  # parameters named as a per-step value elsewhere
 
     def of(self, node: cst.CSTNode) -> Value:
         return self.values.get(id(node), V_UNKNOWN)
@@ -372,12 +386,15 @@ class ExternalFacts:
     returns: dict[str, str]  # callee key (see Inference.callee_key) -> kind code
     attrs: dict[str, dict[str, str]]  # class name -> attribute -> kind code
     steps: dict[str, list[str]] = None  # function qualname -> parameters a caller's loop advances
+    step_names: list[str] = None  # parameter names some caller's loop advances, project-wide
+    step_attrs: list[str] = None  # attributes of passed objects some loop advances, project-wide
 
     @classmethod
     def from_dict(cls, data: dict | None) -> "ExternalFacts | None":
         if not data:
             return None
-        return cls(data.get("params", {}), data.get("returns", {}), data.get("attrs", {}), data.get("steps", {}))
+        return cls(data.get("params", {}), data.get("returns", {}), data.get("attrs", {}), data.get("steps", {}),
+                   data.get("step_names", []), data.get("step_attrs", []))
 
 
 # Callees in these libraries are never linted functions: their calls are not summarised.
@@ -412,6 +429,10 @@ class Inference:
         self._advancing: list[frozenset[str]] = []
         self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
         self._advanced_by_loop: dict[int, frozenset[str]] = {}
+        # Attributes of other objects the loops advance, and the attributes read off parameters
+        # (`params.seqlen_offset`): joined over the project, the first name the second.
+        self.loop_attrs: set[str] = set()
+        self.param_attrs: set[str] = set()
         # What other functions could tell: calls and `self` attributes this function leaves unknown.
         self.unknown_calls: set[str] = set()
         self.unknown_attrs: set[str] = set()
@@ -442,6 +463,11 @@ class Inference:
                 self.env[name] = decode(code)
         if self.external is not None:
             self.out.per_step_params = set(self.external.steps.get(qualname or "", ()))
+            # Names the project's loops advance and pass on keep their meaning in the functions
+            # that receive them under the same name (`input_pos_maxp1` through forward, block,
+            # attention).
+            self.out.per_step_names = set(self.external.step_names or ()) & set(self.param_defaults)
+            self.out.per_step_param_attrs = set(self.external.step_attrs or ())
         self.block(node.body)
         self.out.per_step_attrs = self.advanced_attrs | (self.facts.class_advanced(self.class_name)
                                                          if self.class_name else set())
@@ -543,6 +569,7 @@ class Inference:
         advanced = self._advanced_by_loop.get(id(stmt))
         if advanced is None:
             advanced = self._advanced_by_loop[id(stmt)] = frozenset(_advanced_names(stmt.body))
+            self.loop_attrs |= _advanced_object_attrs(stmt.body)
         self._advancing.append(frozenset(name for name in advanced if name in self.env))
         self.out.loop_depth += 1
         for _ in range(_LOOP_ITERATIONS):
@@ -765,6 +792,8 @@ class Inference:
         base = self.expr(node.value)
         if attr in _META_ATTRS:
             return V_HOST
+        if type(node.value) is cst.Name and node.value.value in self.param_defaults and base.kind != SELF:
+            self.param_attrs.add(attr)
         if base.kind == SELF:
             if attr in self.self_attrs:
                 return self.self_attrs[attr]

@@ -26,6 +26,9 @@ def function_summary(qualname: str, class_name: str | None, inference: Inference
         # Calls inside a loop that pass a local the loop advances (`pos += 1`): the callee's
         # parameter changes from one call to the next.
         "steps": sorted([key, positions, names] for key, positions, names in inference.step_args.values()),
+        # Attributes of passed objects the loops advance, and those read off parameters.
+        "step_attrs": sorted(inference.loop_attrs),
+        "pattrs": sorted(inference.param_attrs),
         # Only these callees' returns and these attributes could change what the file says.
         "unknown_calls": sorted(inference.unknown_calls),
         "unknown_attrs": sorted(inference.unknown_attrs),

@@ -212,6 +212,7 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
                 chosen |= {n for n in names if n in params_in_order}
                 if chosen:
                     steps.setdefault((index.modules[callee[0]], callee[1]["q"]), set()).update(chosen)
+    step_names, step_attrs = _learned_step_names(index, steps)
 
     subclass_attrs = _subclass_attrs(index)
     out: list[dict[str, Any]] = []
@@ -231,6 +232,14 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
         file_steps = {f["q"]: sorted(steps[(module, f["q"])]) for f in summary["functions"] if (module, f["q"]) in steps}
         if file_steps:
             facts["steps"] = file_steps
+        # Only to files whose functions take a parameter of that name, or read that attribute off
+        # a parameter: nothing else can change.
+        names = step_names.intersection(p[0] for f in summary["functions"] for p in f["params"])
+        attrs = step_attrs.intersection(a for f in summary["functions"] for a in f.get("pattrs", ()))
+        if names:
+            facts["step_names"] = sorted(names)
+        if attrs:
+            facts["step_attrs"] = sorted(attrs)
         file_returns = {}
         for function in judged:
             wanted = set(function.get("wanted", ()))
@@ -291,3 +300,17 @@ def _subclass_attrs(index: _Index) -> dict[tuple[str, str], dict[str, str]]:
         if joined:
             result[key] = joined
     return result
+
+
+# Too short to carry a meaning of their own across functions (`n`, `i`, `pos` is judged by kind).
+_MIN_LEARNED_NAME = 4
+
+
+def _learned_step_names(index: Any, steps: dict[tuple[str, str], set[str]]) -> tuple[set[str], set[str]]:
+    """Project-wide per-step names: the parameters some caller's loop advances (a value passed on
+    under its own name stays the same position counter in every function that receives it), and
+    the attributes of passed objects that a loop advances (`inference_params.seqlen_offset += n`)."""
+    names = {name for chosen in steps.values() for name in chosen if len(name) >= _MIN_LEARNED_NAME}
+    attrs = {attr for summary in index.summaries for function in summary["functions"]
+             for attr in function.get("step_attrs", ()) if len(attr) >= _MIN_LEARNED_NAME}
+    return names, attrs

@@ -111,8 +111,9 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
-            if zone in ("training-only", "lazy-init", "prefill-only") and placement.region in (CAPTURED, EAGER):
-                # One-time code inside a per-step function: the warm-up runs it before capture.
+            if zone in ("training-only", "lazy-init", "prefill-only", "debug-only", "eager-only") and placement.region in (CAPTURED, EAGER):
+                # Code of a per-step function that the captured step does not run: the warm-up
+                # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly.
                 placement = Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
             elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
                 placement = Placement(CAPTURED, placement.reached_via,
