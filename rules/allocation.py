@@ -1,7 +1,6 @@
 """GL4xx: per-step allocation and host data copied to the device. A per-step allocation that
-outlives the step is overwritten by the next replay (GL401; one used and dropped inside the
-step is GL405, off by default); host data copied per step is frozen into the capture; a cache
-grown with cat changes shape every step."""
+outlives the step is overwritten by the next replay (GL401; used and dropped in the step: GL405,
+off by default); host data copied per step is frozen in; a cache grown with cat changes shape."""
 from __future__ import annotations
 
 import libcst as cst
