@@ -1,4 +1,5 @@
-"""Small helpers the rule modules share for reading calls (method names, receivers, args)."""
+"""Small helpers the rule modules share for reading calls: method names, receivers, positional
+and keyword arguments, and whether a value may be or is a device tensor."""
 from __future__ import annotations
 
 import libcst as cst

@@ -18,6 +18,7 @@ _CURRENT = catalog.names("devices", "current")
 _CONSTRUCTOR = catalog.names("devices", "constructor")
 _STREAM = catalog.names("devices", "stream")
 _DEVICE_METHODS = catalog.names("devices", "device_methods")
+_MOVE_METHODS = catalog.names("tensor", "move_methods")
 _CUDA_STRING = re.compile(r"^cuda:\s*(\d+)$")
 _EMPTY = cst.Module(body=[])
 
@@ -147,7 +148,7 @@ class DeviceEvidence:
             literal = args[0] if args and isinstance(args[0], cst.Integer) else None
             if method in _DEVICE_METHODS and args:
                 return self._other(args[0])
-            if method == "to" and literal is not None:
+            if method in _MOVE_METHODS and literal is not None:
                 return self._other(literal)  # x.to(1): a device index
         return None
 

@@ -17,6 +17,10 @@ SYNCHRONIZE = catalog.names("synchronize", "functions")
 GRAPH_CONTEXTS = catalog.names("graphs", "capture_contexts")
 _STREAM_CONTEXTS = catalog.names("graphs", "stream_contexts") | GRAPH_CONTEXTS
 _GRAPH_CLASS = catalog.names("graphs", "graph_class")
+# The class's own name, as an annotation spells it (`g: CUDAGraph`, `torch.cuda.CUDAGraph`).
+_GRAPH_CLASS_NAMES = tuple(sorted({name.rsplit(".", 1)[-1] for name in _GRAPH_CLASS}))
+_CAPTURE_METHODS = catalog.names("graphs", "capture_methods")
+REPLAY_METHODS = catalog.names("graphs", "replay_methods")
 
 
 class Orchestration:
@@ -30,7 +34,7 @@ class Orchestration:
         self.graph_names: set[str] = set()  # locals or attributes that hold a CUDAGraph
         params = function.params
         for param in list(params.params) + list(params.kwonly_params) + list(params.posonly_params):
-            if param.annotation is not None and (dotted(param.annotation.annotation) or "").endswith("CUDAGraph"):
+            if param.annotation is not None and (dotted(param.annotation.annotation) or "").endswith(_GRAPH_CLASS_NAMES):
                 self.graph_names.add(param.name.value)
         for node in walk(function.body):
             if isinstance(node, cst.Assign) and isinstance(node.value, cst.Call) \
@@ -40,9 +44,9 @@ class Orchestration:
                     if name:
                         self.graph_names.add(name)
             elif isinstance(node, cst.Call):
-                if ctx.qualified(node.func) in GRAPH_CONTEXTS or method_name(node) == "capture_begin":
+                if ctx.qualified(node.func) in GRAPH_CONTEXTS or method_name(node) in _CAPTURE_METHODS:
                     self.captures = True
-                elif method_name(node) == "replay" and not node.args:
+                elif method_name(node) in REPLAY_METHODS and not node.args:
                     self.replays.append(node)
         self.devices = DeviceEvidence(function, ctx)
 

@@ -1,7 +1,6 @@
 """GL4xx: per-step allocation and host data copied to the device. A per-step allocation that
-outlives the step is overwritten by the next replay (GL401; one used and dropped inside the
-step is GL405, off by default); host data copied per step is frozen into the capture; a cache
-grown with cat changes shape every step."""
+outlives the step is overwritten by the next replay (GL401; used and dropped in the step: GL405,
+off by default); host data copied per step is frozen in; a cache grown with cat changes shape."""
 from __future__ import annotations
 
 import libcst as cst
@@ -18,6 +17,9 @@ _LIKE = catalog.names("factories", "like")
 _NEW_METHODS = catalog.names("factories", "methods")
 _FROM_HOST = catalog.names("factories", "from_host_data")
 _FROM_HOST_METHODS = catalog.names("factories", "from_host_data_methods")
+_TO_DEVICE_METHODS = catalog.names("tensor", "move_methods") | catalog.names("tensor", "to_device_methods")
+_INDEX_PUT_METHODS = catalog.names("factories", "index_put_methods")
+_PINNED_METHODS = catalog.names("tensor", "pinned_methods")
 
 
 class PerStepAllocation(Rule):
@@ -261,10 +263,10 @@ class HostToDeviceCopy(Rule):
                 ctx.report(self, node)
             return
         method = method_name(node) if qualified is None else None
-        if method in ("to", "cuda") and ctx.value(receiver(node)).kind == "host_tensor" and ctx.value(node).kind == "device":
+        if method in _TO_DEVICE_METHODS and ctx.value(receiver(node)).kind == "host_tensor" and ctx.value(node).kind == "device":
             if not (_is_pinned(receiver(node), ctx) and _is_true(keyword(node, "non_blocking"))):
                 ctx.report(self, node)
-        elif method in ("index_put_", "index_put") and is_device(ctx, receiver(node)):
+        elif method in _INDEX_PUT_METHODS and is_device(ctx, receiver(node)):
             indices = positional(node)[:1]
             if indices and any(_is_host_index(ctx, part) for part in _elements(indices[0])):
                 ctx.report(self, indices[0], message="a host index (list, numpy array, CPU tensor) is copied to the device every step")
@@ -325,7 +327,7 @@ def _is_pinned(node: cst.BaseExpression | None, ctx: Context) -> bool:
     """`torch.tensor(..., pin_memory=True)` or `.pin_memory()`: page-locked host memory."""
     if not isinstance(node, cst.Call):
         return False
-    return _is_true(keyword(node, "pin_memory")) or method_name(node) == "pin_memory"
+    return _is_true(keyword(node, "pin_memory")) or method_name(node) in _PINNED_METHODS
 
 
 class GrowingCache(Rule):
@@ -367,7 +369,7 @@ class GrowingCache(Rule):
         "def f(xs, y: torch.Tensor):\n    out = y\n    for x in xs:\n        out = torch.cat((out, x), dim=0)\n    return out\n",
     ]
 
-    _CONCAT = ("torch.cat", "torch.stack", "torch.concat", "torch.concatenate")
+    _CONCAT = catalog.names("factories", "concat")
 
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         # State this function writes back (`self.keys = ...`, `self.cache[name] = ...`): a cat

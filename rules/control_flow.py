@@ -10,8 +10,10 @@ from graphlint.analysis.rule import Context, Rule
 from ._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")
-_SIZE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "new_zeros", "new_ones", "new_empty",
-                           "new_full", "resize_", "tile", "narrow", "select", "roll", "unflatten"})
+_SIZE_METHODS = catalog.names("size_arguments", "methods")
+_SIZE_FUNCTIONS = catalog.names("size_arguments", "functions")
+_TOPK = catalog.names("size_arguments", "topk")
+_TOPK_METHODS = catalog.names("size_arguments", "topk_methods")
 
 
 def _size_parts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -199,14 +201,14 @@ class DeviceValueAsInt(Rule):
             return
         qualified = ctx.qualified(func)
         method = method_name(node) if qualified is None else None
-        if qualified in ("torch.topk",) or method == "topk":
+        if qualified in _TOPK or method in _TOPK_METHODS:
             k = keyword(node, "k")
             if k is None:
                 k = args[1] if qualified and len(args) > 1 else (args[0] if method and args else None)
             if is_device(ctx, k):
                 ctx.report(self, k, message="`topk` with a device-valued k: a sync, and the output shape changes with the data")
             return
-        if qualified in _FACTORIES or qualified in ("torch.arange", "torch.narrow"):
+        if qualified in _FACTORIES or qualified in _SIZE_FUNCTIONS:
             for arg in args:
                 for part in _size_parts(arg):
                     if is_device(ctx, part):

@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from graphlint.analysis import catalog
 from graphlint.analysis.inference import DEVICE
 from graphlint.analysis.names import dotted
 from graphlint.analysis.rule import Context, Rule
@@ -13,6 +14,10 @@ from ._calls import keyword, maybe_device, method_name, positional, receiver
 from ._orchestration import orchestration, with_evidence
 
 _CUDA_INDEX = re.compile(r"cuda:\s*(\d+|\{)")
+_DEVICE_CONSTRUCTOR = catalog.names("devices", "constructor")
+_MOVE = catalog.names("tensor", "move_methods")
+_TO_DEVICE = catalog.names("tensor", "to_device_methods")
+_COPY_METHODS = _MOVE | _TO_DEVICE
 
 
 def _explicit_other_device(node: cst.BaseExpression, ctx: Context) -> bool:
@@ -22,7 +27,7 @@ def _explicit_other_device(node: cst.BaseExpression, ctx: Context) -> bool:
         return bool(match)
     if isinstance(node, cst.FormattedString):
         return any(isinstance(p, cst.FormattedStringText) and p.value.rstrip().endswith("cuda:") for p in node.parts)
-    if isinstance(node, cst.Call) and ctx.qualified(node.func) == "torch.device":
+    if isinstance(node, cst.Call) and ctx.qualified(node.func) in _DEVICE_CONSTRUCTOR:
         args = positional(node)
         return len(args) >= 2 or (bool(args) and _explicit_other_device(args[0], ctx))
     return False
@@ -73,7 +78,7 @@ class CrossDeviceCopy(Rule):
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         method = method_name(node)
         recv = receiver(node)
-        if method not in ("to", "cuda") or ctx.qualified(node.func) is not None or not maybe_device(ctx, recv):
+        if method not in _COPY_METHODS or ctx.qualified(node.func) is not None or not maybe_device(ctx, recv):
             return
         target = keyword(node, "device")
         args = positional(node)
@@ -82,7 +87,7 @@ class CrossDeviceCopy(Rule):
         if target is None:
             return
         # `.cuda(i)` of a known device tensor; any other object's `cuda` method is its own.
-        if (method == "cuda" and ctx.value(recv).kind == DEVICE) or (method == "to" and _explicit_other_device(target, ctx)):
+        if (method in _TO_DEVICE and ctx.value(recv).kind == DEVICE) or (method in _MOVE and _explicit_other_device(target, ctx)):
             ctx.report(self, node)
 
 
@@ -129,7 +134,7 @@ class FollowDeviceCopy(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         recv = receiver(node)
-        if method_name(node) != "to" or ctx.qualified(node.func) is not None or ctx.value(recv).kind != DEVICE:
+        if method_name(node) not in _MOVE or ctx.qualified(node.func) is not None or ctx.value(recv).kind != DEVICE:
             return
         target = keyword(node, "device")
         args = positional(node)

@@ -8,6 +8,10 @@ from graphlint.analysis import catalog
 from graphlint.analysis.rule import Context, Rule
 from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
 
+_WHERE = catalog.names("dynamic_shape", "where")
+_NARROW = catalog.names("dynamic_shape", "narrow")
+_NARROW_METHODS = catalog.names("dynamic_shape", "narrow_methods")
+
 
 def _call_of(ctx: Context, node: cst.Call, functions: frozenset[str], methods: frozenset[str]) -> bool:
     qualified = ctx.qualified(node.func)
@@ -54,7 +58,7 @@ class Nonzero(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         qualified = ctx.qualified(node.func)
-        if qualified == "torch.where" and len(node.args) == 1:
+        if qualified in _WHERE and len(node.args) == 1:
             ctx.report(self, node)
         elif _call_of(ctx, node, self._functions, self._methods):
             ctx.report(self, node)
@@ -295,7 +299,7 @@ class DeviceSplit(Rule):
             return
         args = positional(node)
         sizes = args[1:] if ctx.qualified(node.func) is not None else args
-        if method_name(node) == "narrow" or ctx.qualified(node.func) == "torch.narrow":
+        if method_name(node) in _NARROW_METHODS or ctx.qualified(node.func) in _NARROW:
             sizes = sizes[1:]  # skip dim
         elif sizes and ctx.qualified(node.func) is None:
             sizes = sizes[:1]

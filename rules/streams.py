@@ -9,7 +9,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.names import dotted
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import keyword, method_name, positional, receiver
-from ._orchestration import graph_call, in_stream_context, orchestration, with_evidence
+from ._orchestration import REPLAY_METHODS, graph_call, in_stream_context, orchestration, with_evidence
 
 _STREAM = catalog.names("devices", "stream")
 _SET_DEVICE = catalog.names("devices", "set_current")
@@ -191,7 +191,7 @@ class ReplayOutsideStream(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if method_name(node) != "replay" or node.args:
+        if method_name(node) not in REPLAY_METHODS or node.args:
             return
         name = dotted(receiver(node)) or ""
         last = name.rsplit(".", 1)[-1].lower()

@@ -11,6 +11,15 @@ from ._calls import is_device, maybe_device, method_name, positional, receiver
 
 _HOST_BOOL = catalog.names("sync", "host_bool")
 _HOST_BOOL_METHODS = catalog.names("sync", "host_bool_methods")
+_ITEM = catalog.names("sync", "item")
+_TOLIST = catalog.names("sync", "tolist")
+_HOST_COPY = catalog.names("sync", "host_copy")
+_MOVE = catalog.names("tensor", "move_methods")
+_SCALAR_BUILTINS = catalog.names("sync", "scalar_builtins")
+_FORMAT_BUILTINS = catalog.names("sync", "format_builtins")
+_SYNCHRONIZE = catalog.names("synchronize", "functions") | catalog.names("synchronize", "event")
+_SYNCHRONIZE_METHODS = catalog.names("synchronize", "methods")
+_FROM_SCALARS = catalog.names("sync", "from_scalars")
 
 
 class ItemCall(Rule):
@@ -48,7 +57,7 @@ class ItemCall(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if method_name(node) == "item" and maybe_device(ctx, receiver(node)):
+        if method_name(node) in _ITEM and maybe_device(ctx, receiver(node)):
             ctx.report(self, node)
 
 
@@ -94,7 +103,7 @@ class TolistCall(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if method_name(node) == "tolist" and maybe_device(ctx, receiver(node)):
+        if method_name(node) in _TOLIST and maybe_device(ctx, receiver(node)):
             ctx.report(self, node)
 
 
@@ -132,9 +141,9 @@ class HostCopy(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         method = method_name(node)
-        if method in ("cpu", "numpy") and maybe_device(ctx, receiver(node)):
+        if method in _HOST_COPY and maybe_device(ctx, receiver(node)):
             ctx.report(self, node)
-        elif method == "to" and maybe_device(ctx, receiver(node)) and ctx.value(node).kind == "host_tensor":
+        elif method in _MOVE and maybe_device(ctx, receiver(node)) and ctx.value(node).kind == "host_tensor":
             ctx.report(self, node)
 
 
@@ -168,7 +177,7 @@ class ScalarConversion(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in ("int", "float", "bool", "complex"):
+        if isinstance(node.func, cst.Name) and node.func.value in _SCALAR_BUILTINS:
             args = positional(node)
             if args and is_device(ctx, args[0]):
                 ctx.report(self, node, message=f"`{node.func.value}()` of a device tensor syncs the host")
@@ -210,7 +219,7 @@ class PrintDeviceValue(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         func = node.func
-        if isinstance(func, cst.Name) and func.value in ("print", "str", "repr", "format"):
+        if isinstance(func, cst.Name) and func.value in _FORMAT_BUILTINS:
             for arg in node.args:
                 if is_device(ctx, arg.value):
                     ctx.report(self, arg.value)
@@ -263,10 +272,9 @@ class DeviceSynchronize(Rule):
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         qualified = ctx.qualified(node.func)
-        if qualified in ("torch.cuda.synchronize", "torch.synchronize", "torch.accelerator.synchronize",
-                         "torch.cuda.Event.synchronize"):
+        if qualified in _SYNCHRONIZE:
             ctx.report(self, node)
-        elif qualified is None and method_name(node) == "synchronize":
+        elif qualified is None and method_name(node) in _SYNCHRONIZE_METHODS:
             ctx.report(self, node)
 
 
@@ -390,7 +398,7 @@ class ImplicitHostRead(Rule):
             ctx.report(self, node, message=f"`{func.value}()` over a device value reads each element on the host: a sync")
 
     def _tensor_of_device_scalars(self, node: cst.Call, ctx: Context) -> None:
-        if ctx.qualified(node.func) not in ("torch.tensor", "torch.as_tensor"):
+        if ctx.qualified(node.func) not in _FROM_SCALARS:
             return
         data = positional(node)[:1]
         if data and isinstance(data[0], (cst.List, cst.Tuple)) and any(is_device(ctx, e.value) for e in data[0].elements):

@@ -25,6 +25,7 @@ from typing import Any, Sequence
 
 import libcst as cst
 
+from graphlint.analysis import catalog
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import class_bases, dotted
@@ -89,11 +90,10 @@ def _type_variables(module: cst.Module) -> dict[str, cst.BaseExpression | None]:
 # iteration helpers, partials); for any other call only name-like arguments are kept.
 _ARG_AWARE = frozenset({
     "list", "tuple", "sorted", "reversed", "iter", "set", "frozenset", "enumerate", "zip", "next", "dict",
-    "getattr", "super", "ModuleList", "ParameterList", "Sequential", "ModuleDict", "partial", "wraps",
-    "lru_cache", "cache", "islice", "chain",
+    "getattr", "super", "partial", "wraps", "lru_cache", "cache", "islice", "chain",
+}) | catalog.names("call_facts", "arg_aware") | frozenset(
     # What a compiled, scripted or graphed callable runs (graphlint/data/call_graph.toml).
-    "compile", "script", "trace", "make_graphed_callables", "optimize",
-})
+    name.rsplit(".", 1)[-1] for name in catalog.call_graph("wraps_callable", "names"))
 
 
 def _ref(node: cst.BaseExpression) -> list | str | None:
@@ -195,21 +195,9 @@ def encode(node: cst.CSTNode) -> list | str | None:
 
 # Tensor, container and string methods: recording their calls would cost the cache most of
 # its size and resolve nothing (the graph follows the receiver's own calls, recorded apart).
-_LIBRARY_METHODS = frozenset({
-    "view", "reshape", "transpose", "permute", "contiguous", "unsqueeze", "squeeze", "flatten", "unflatten",
-    "expand", "expand_as", "repeat", "size", "dim", "numel", "float", "half", "bfloat16", "double", "long",
-    "int", "bool", "to", "type_as", "view_as", "reshape_as", "chunk", "split", "narrow", "select",
-    "index_select", "gather", "scatter", "scatter_", "scatter_add_", "masked_fill", "masked_fill_", "fill_",
-    "zero_", "copy_", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "pow", "sqrt", "rsqrt", "exp",
-    "log", "sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "softmax", "log_softmax", "sigmoid",
-    "tanh", "relu", "abs", "neg", "clamp", "clamp_", "norm", "matmul", "bmm", "mm", "t", "clone", "detach",
-    "item", "tolist", "cpu", "cuda", "numpy", "any", "all", "eq", "ne", "lt", "le", "gt", "ge", "topk", "sort",
-    "cumsum", "tril", "triu", "masked_select", "nonzero", "new_zeros", "new_ones", "new_empty", "new_full",
-    "is_contiguous", "stride", "data_ptr", "element_size", "index_copy_", "index_add_", "index_fill_", "roll",
-    "flip", "repeat_interleave", "square", "einsum", "append", "extend", "items", "keys", "values", "join",
-    "format", "strip", "startswith", "endswith", "replace", "lower", "upper",
-})
+_LIBRARY_METHODS = catalog.names("call_facts", "library_methods")
 # Container methods that add to the container (the last argument is what it then holds).
+_REGISTER_MODULE = catalog.names("modules", "register_module")
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
 _LEAVES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis})
 
@@ -458,7 +446,7 @@ class _FunctionWalker:
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.
         func = node.func
         args = [a.value for a in node.args if a.keyword is None]
-        if (isinstance(func, cst.Attribute) and func.attr.value in ("add_module", "register_module")
+        if (isinstance(func, cst.Attribute) and func.attr.value in _REGISTER_MODULE
                 and isinstance(func.value, cst.Name) and func.value.value == self.self_name
                 and len(args) >= 2 and isinstance(args[0], cst.SimpleString)):
             self.record_attr(args[0].evaluated_value, _enc(args[1]))

@@ -21,11 +21,11 @@ from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
 from graphlint.analysis.names import ImportMap, dotted
 
-GRAPH_CONTEXTS = frozenset({"torch.cuda.graph", "torch.cuda.graphs.graph"})
-_COMPILE = frozenset({"torch.compile", "torch._dynamo.optimize"})
-_GRAPHED = frozenset({"torch.cuda.make_graphed_callables", "torch.cuda.graphs.make_graphed_callables"})
+GRAPH_CONTEXTS = catalog.names("graphs", "capture_contexts")
+_COMPILE = catalog.names("graphs", "compile")
+_GRAPHED = catalog.names("graphs", "graphed")
 # torch.compile modes that wrap the compiled code in CUDA graphs (Inductor's cudagraph trees).
-_GRAPH_MODES = frozenset({"reduce-overhead", "max-autotune"})
+_GRAPH_MODES = catalog.names("graphs", "graph_modes")
 # Flags that say "initialised" (`if not self._initialized:` ... one-time set-up).
 _INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setup", "_built", "_setup_done")
 

@@ -1,11 +1,13 @@
-"""The torch catalogues (graphlint/data/*.toml) loaded once: torch_catalog.toml as frozen sets,
+"""The torch catalogues (graphlint/data/*.toml) loaded once: torch_catalog.toml (the ops rules
+match) and torch_values.toml (how values are classified) as frozen sets by category,
 cuda_sync_ops.toml (ops that sync on CUDA only) as records.
 
-Rules, the inference and the runtime ask this module "is this a factory / a sync / a
-data-dependent shape op?" instead of carrying their own lists.
+Rules, the inference, the call graph and the runtime ask this module "is this a factory / a
+sync / a tensor annotation?" by category instead of carrying their own lists.
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 from functools import lru_cache
@@ -24,13 +26,61 @@ def _load(filename: str) -> dict[str, Any]:
     return tomllib.loads(text)
 
 
+# The files `names` reads sections from; a section name is defined in one of them only.
+_NAME_FILES = ("torch_catalog.toml", "torch_values.toml")
+
+
+@lru_cache(maxsize=1)
 def _raw() -> dict[str, Any]:
-    return _load("torch_catalog.toml")
+    merged: dict[str, Any] = {}
+    for filename in _NAME_FILES:
+        for section, body in _load(filename).items():
+            if section == "checked":
+                continue
+            if section in merged:
+                raise RuntimeError(f"graphlint/data: section [{section}] is defined twice")
+            merged[section] = body
+    merged["checked"] = _load("torch_catalog.toml")["checked"]
+    return merged
 
 
+@lru_cache(maxsize=None)
 def names(section: str, key: str) -> frozenset[str]:
-    """One list of the catalogue as a frozenset; a missing key is a programming error."""
+    """One list of the catalogues as a frozenset; a missing key is a programming error."""
     return frozenset(_raw()[section][key])
+
+
+@lru_cache(maxsize=None)
+def ordered(section: str, key: str) -> tuple[str, ...]:
+    """One list of the catalogues in file order (where the order is used)."""
+    return tuple(_raw()[section][key])
+
+
+def prefixes(section: str, key: str) -> tuple[str, ...]:
+    """One list of prefixes, as str.startswith takes them."""
+    return ordered(section, key)
+
+
+def prefix(section: str, key: str) -> str:
+    """A one-entry prefix list as its string (`torch.`)."""
+    [only] = prefixes(section, key)
+    return only
+
+
+@lru_cache(maxsize=None)
+def pattern(section: str, key: str) -> re.Pattern[str]:
+    """A regular expression kept as data, compiled once."""
+    return re.compile(_raw()[section][key])
+
+
+def sections() -> dict[str, Any]:
+    """Every section of the name catalogues (for the tests that check each has a reason)."""
+    return {section: body for section, body in _raw().items() if section != "checked"}
+
+
+def checked_versions() -> dict[str, str]:
+    """Each name catalogue's file name -> the torch version its names were checked on."""
+    return {filename: _load(filename)["checked"]["torch"] for filename in _NAME_FILES}
 
 
 @lru_cache(maxsize=None)

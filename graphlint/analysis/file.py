@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 import libcst as cst
 
+from graphlint.analysis import catalog
 from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
@@ -33,7 +34,7 @@ from graphlint.config import DEFAULT_MAX_FILE_SIZE
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or
 # a sync method has nothing for these rules (a file named on the command line is parsed anyway).
 SKIP_REASON = "they never mention torch, tensors or CUDA"
-_INTERESTING = re.compile(r"torch|[Tt]ensor|cuda|\.item\(|\.tolist\(|nonzero|bincount")
+_INTERESTING = catalog.pattern("source_gates", "interesting")
 _CALLED = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
 _DEFINES = re.compile(r"^\s*(?:class|def|async\s+def)\s", re.MULTILINE)
 _MARKER = re.compile(r"#\s*graphlint:\s*(host|entry|eager)\b")
@@ -232,8 +233,7 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
 
 
 # A capture site or a replay names one of these; other files are not scanned for them.
-_CAPTURE_HINT = re.compile(r"(?<![\w])graph\(|cuda\.graph|capture_begin|make_graphed|reduce-overhead|max-autotune"
-                           r"|cudagraphs|replay\(\)")
+_CAPTURE_HINT = catalog.pattern("source_gates", "capture_hint")
 
 
 def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -> dict[str, tuple[list, Any, Any]]:

@@ -76,18 +76,13 @@ _META_METHODS = catalog.names("metadata", "methods")
 _BOOL_FUNCS = catalog.names("bool_producing", "functions")
 _BOOL_METHODS = catalog.names("bool_producing", "methods")
 _HOST_FUNCS = catalog.names("host_tensor", "host_functions")
-# torch namespaces whose members are not tensor ops (streams, process groups, compiler flags).
-_NON_TENSOR_PREFIXES = (
-    "torch.cuda.", "torch.distributed.", "torch.backends.", "torch.jit.", "torch.compiler.",
-    "torch._dynamo.", "torch.utils.", "torch.autograd.", "torch.library.", "torch.fx.",
-    "torch.profiler.", "torch.overrides.", "torch.testing.", "torch.hub.", "torch.onnx.",
-    "torch.export.", "torch.multiprocessing.", "torch.set_", "torch.get_", "torch.manual_seed",
-    "torch.no_grad", "torch.inference_mode", "torch.enable_grad", "torch.autocast", "torch.cond",
-    "torch.load", "torch.save",
-    "torch.dtype", "torch.Generator", "torch.amp.", "torch.distributions.", "torch.optim.",
-)
+_DEVICE_CONSTRUCTOR = catalog.names("devices", "constructor")
+_TORCH = catalog.prefix("namespaces", "torch")
+_NN = catalog.prefix("namespaces", "nn")
+_FUNCTIONAL = catalog.prefix("namespaces", "functional")
+_NON_TENSOR_PREFIXES = catalog.prefixes("namespaces", "not_tensor_ops")
 _MAX_SOURCES = 32
-_TENSOR_ATTRS = frozenset({"T", "mT", "H", "mH", "real", "imag", "grad", "data"})
+_TENSOR_ATTRS = catalog.names("tensor", "attributes")
 # Builtins whose arguments rules judge (conversions, bounds, formatting, truth of elements).
 _SINK_BUILTINS = frozenset({"range", "int", "float", "bool", "complex", "min", "max", "any", "all", "sorted",
                             "print", "str", "repr", "format"})
@@ -101,18 +96,34 @@ _HOST_BUILTINS = frozenset({
     "divmod", "ord", "chr", "hash", "format", "print", "iter", "next", "enumerate", "zip",
     "all", "any", "int", "float", "bool", "complex",
 })
-_TENSOR_ANNOTATIONS = frozenset({
-    "Tensor", "torch.Tensor", "torch.FloatTensor", "torch.LongTensor", "torch.IntTensor",
-    "torch.HalfTensor", "torch.BFloat16Tensor", "torch.cuda.FloatTensor", "FloatTensor",
-    "LongTensor", "nn.Parameter", "torch.nn.Parameter", "Parameter",
-})
-_BOOL_TENSOR_ANNOTATIONS = frozenset({"torch.BoolTensor", "BoolTensor"})
-_HOST_ANNOTATIONS = frozenset({
-    "int", "float", "bool", "str", "bytes", "torch.dtype", "torch.device", "torch.Size",
-    "dtype", "device", "Size",
-})
+_TENSOR_ANNOTATIONS = catalog.names("annotations", "tensor")
+_BOOL_TENSOR_ANNOTATIONS = catalog.names("annotations", "bool_tensor")
+_HOST_ANNOTATIONS = catalog.names("annotations", "host")
+_MODULE_ANNOTATIONS = catalog.names("annotations", "module")
 _HOST_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
-_MODULE_CONTAINERS = frozenset({"ModuleList", "Sequential", "ModuleDict", "ParameterList", "ParameterDict"})
+# Resolved through the imports, only torch's own spelling names nn.Module.
+_MODULE_QUALIFIED = frozenset(name for name in _MODULE_ANNOTATIONS if name.startswith(_TORCH))
+# A base class named like nn.Module (`Module`, `nn.Module`, `torch.nn.Module`) makes a module.
+_MODULE_BASES = frozenset(name.rsplit(".", 1)[-1] for name in _MODULE_ANNOTATIONS)
+_SUBMODULE_CONTAINERS = catalog.names("modules", "containers")
+_MODULE_CONTAINERS = _SUBMODULE_CONTAINERS | catalog.names("modules", "parameter_containers")
+_CALLABLE_CONTAINERS = catalog.names("modules", "callable_containers")
+_TENSOR_CLASSES = catalog.names("modules", "tensor_classes")
+_CALL_METHODS = catalog.names("modules", "call_methods")
+_PARAMETER_ATTRS = catalog.names("modules", "parameter_attributes")
+_REGISTER_TENSOR = catalog.names("modules", "register_tensor")
+_REGISTER_MODULE = catalog.names("modules", "register_module")
+_REGISTERS = _REGISTER_TENSOR | _REGISTER_MODULE
+_HOST_READ_METHODS = catalog.names("sync", "item") | catalog.names("sync", "tolist")
+_HOST_COPY_METHODS = catalog.names("sync", "host_copy")
+_MOVE_METHODS = catalog.names("tensor", "move_methods")
+_TO_DEVICE_METHODS = catalog.names("tensor", "to_device_methods")
+_PINNED_METHODS = catalog.names("tensor", "pinned_methods")
+_NEW_METHODS = catalog.names("tensor", "new_methods")
+_BOOL_REDUCTIONS = catalog.names("tensor", "bool_reductions")
+_CASTS = catalog.names("tensor", "casts")
+_KEEP_DTYPE = catalog.names("tensor", "keep_dtype")
+_DTYPE_ATTRS = catalog.names("tensor", "dtype_attribute")
 # Annotation wrappers that keep the inner kind (Optional[Tensor] is still a tensor when set).
 _TRANSPARENT_WRAPPERS = frozenset({"Optional", "typing.Optional", "Final", "typing.Final", "Annotated"})
 
@@ -121,7 +132,7 @@ def _is_cpu_device(node: cst.BaseExpression, imports: ImportMap) -> bool:
     """device="cpu" / torch.device("cpu") / "cpu" literal: a host placement."""
     if isinstance(node, cst.SimpleString):
         return node.evaluated_value.split(":")[0] == "cpu"
-    if isinstance(node, cst.Call) and imports.resolve(node.func) == "torch.device" and node.args:
+    if isinstance(node, cst.Call) and imports.resolve(node.func) in _DEVICE_CONSTRUCTOR and node.args:
         return _is_cpu_device(node.args[0].value, imports)
     return False
 
@@ -141,18 +152,9 @@ def _is_true(node: cst.BaseExpression | None) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
 
-# Methods only tensors have (numpy arrays, lists and strings lack them): a name used as their
-# receiver is a tensor even without an annotation. `.to`, `.sum`, `.reshape` are shared with
-# other types and are not evidence.
-_TENSOR_ONLY_METHODS = frozenset({
-    "view", "unsqueeze", "gather", "scatter", "scatter_", "scatter_add_", "masked_fill",
-    "masked_fill_", "size", "float", "half", "bfloat16", "contiguous", "expand", "permute",
-    "unflatten", "index_select", "index_copy_", "index_add_", "softmax", "log_softmax", "type_as",
-    "cuda", "detach", "clamp", "clamp_", "dim", "numel", "copy_", "fill_", "zero_", "add_", "mul_",
-    "sub_", "div_", "narrow", "new_zeros", "new_empty", "new_ones", "new_full", "bmm", "topk",
-    "sigmoid", "rsqrt", "exp", "masked_scatter", "expand_as", "view_as", "unbind", "chunk",
-    "index_put_", "baddbmm", "addmm", "float_power", "logsumexp", "argmax", "argmin", "square",
-})
+# Methods only tensors have (graphlint/data/torch_values.toml): a name used as their receiver
+# is a tensor even without an annotation.
+_TENSOR_ONLY_METHODS = catalog.names("tensor", "only_methods")
 
 
 def tensor_evidence(body: cst.CSTNode) -> set[str]:
@@ -207,7 +209,7 @@ class ModuleFacts:
             return False
         for base in info.bases:
             short = base.rsplit(".", 1)[-1]
-            if short in ("Module",) or base in ("nn.Module", "torch.nn.Module"):
+            if short in _MODULE_BASES:
                 return True
             if self.class_is_module(short, seen | {name}):
                 return True
@@ -292,11 +294,11 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
     resolved = imports.resolve(node) or name
     if name in _BOOL_TENSOR_ANNOTATIONS or resolved in _BOOL_TENSOR_ANNOTATIONS:
         return V_DEVICE_BOOL
-    if name in _TENSOR_ANNOTATIONS or resolved in _TENSOR_ANNOTATIONS or resolved == "torch.Tensor":
+    if name in _TENSOR_ANNOTATIONS or resolved in _TENSOR_ANNOTATIONS:
         return V_DEVICE
     if name in _HOST_ANNOTATIONS or resolved in _HOST_ANNOTATIONS:
         return V_HOST
-    if name in ("nn.Module", "torch.nn.Module", "Module") or resolved == "torch.nn.Module":
+    if name in _MODULE_ANNOTATIONS or resolved in _MODULE_QUALIFIED:
         return V_MODULE
     return V_UNKNOWN
 
@@ -424,7 +426,7 @@ class ExternalFacts:
 
 
 # Callees in these libraries are never linted functions: their calls are not summarised.
-_LIBRARY_PREFIXES = ("torch.", "numpy.", "math.", "os.", "sys.", "re.", "typing.", "functools.", "itertools.",
+_LIBRARY_PREFIXES = (_TORCH, "numpy.", "math.", "os.", "sys.", "re.", "typing.", "functools.", "itertools.",
                      "collections.", "dataclasses.", "logging.", "time.", "random.", "json.", "triton.",
                      "contextlib.", "asyncio.", "copy.", "inspect.", "enum.", "abc.", "warnings.", "pathlib.")
 
@@ -821,7 +823,7 @@ class Inference:
     def _attribute(self, node: cst.Attribute) -> Value:
         attr = node.attr.value
         qualified = self.imports.resolve(node)
-        if qualified is not None and qualified.startswith("torch."):
+        if qualified is not None and qualified.startswith(_TORCH):
             return V_HOST  # dtypes, device types, submodules: host objects
         base = self.expr(node.value)
         if attr in _META_ATTRS:
@@ -837,7 +839,7 @@ class Inference:
             return known
         if base.kind == MODULE:
             # Parameters and buffers of a submodule live on the device.
-            return V_DEVICE if attr in ("weight", "bias") else V_UNKNOWN
+            return V_DEVICE if attr in _PARAMETER_ATTRS else V_UNKNOWN
         if base.kind in (DEVICE, HOST_TENSOR):
             # .T, .real, .grad, .data are tensors; a custom attribute set on a parameter
             # (`param._weight_type`) is whatever was stored there.
@@ -1031,9 +1033,9 @@ class Inference:
         return V_UNKNOWN
 
     def _qualified_call(self, node: cst.Call, qualified: str, args: list[Value]) -> Value:
-        if not qualified.startswith("torch."):
+        if not qualified.startswith(_TORCH):
             short = qualified.rsplit(".", 1)[-1]
-            if short in ("ModuleList", "Sequential", "ModuleDict"):
+            if short in _SUBMODULE_CONTAINERS:
                 return V_MODULE_LIST
             if qualified.startswith(_NUMPY_ARRAYS):
                 return V_HOST_TENSOR  # host memory, like a CPU tensor: indexing a device tensor copies it
@@ -1041,10 +1043,10 @@ class Inference:
         if qualified in _HOST_FUNCS:
             return V_HOST
         short = qualified.rsplit(".", 1)[-1]
-        if qualified.startswith("torch.nn.") and not qualified.startswith("torch.nn.functional."):
+        if qualified.startswith(_NN) and not qualified.startswith(_FUNCTIONAL):
             if short in _MODULE_CONTAINERS:
-                return V_MODULE_LIST if short != "Sequential" else V_MODULE
-            if short in ("Parameter", "Buffer"):
+                return V_MODULE_LIST if short not in _CALLABLE_CONTAINERS else V_MODULE
+            if short in _TENSOR_CLASSES:
                 return V_DEVICE
             if short[:1].isupper():
                 return V_MODULE
@@ -1096,39 +1098,32 @@ class Inference:
         return V_UNKNOWN
 
     def _method_call(self, node: cst.Call, method: str, receiver: Value, args: list[Value]) -> Value:
-        if method in ("item", "tolist") or method in _META_METHODS:
+        if method in _HOST_READ_METHODS or method in _META_METHODS:
             return V_HOST
         if receiver.kind == SELF:
             return V_UNKNOWN
         if receiver.kind in (MODULE, MODULE_LIST):
-            if method in ("forward", "__call__"):
-                return V_DEVICE
-            if method in ("parameters", "buffers", "modules", "children", "named_parameters"):
-                return V_UNKNOWN
-            return V_UNKNOWN
+            # A forward's result is a device tensor; parameters(), children() and the rest
+            # are not known here.
+            return V_DEVICE if method in _CALL_METHODS else V_UNKNOWN
         if receiver.kind not in (DEVICE, HOST_TENSOR):
-            if method == "to" and receiver.kind == UNKNOWN:
-                return V_UNKNOWN
             return V_HOST if receiver.kind == HOST else V_UNKNOWN
-        if method in ("cpu", "numpy"):
+        if method in _HOST_COPY_METHODS:
             return V_HOST_TENSOR
-        if method == "cuda":
+        if method in _TO_DEVICE_METHODS:
             return V_DEVICE
-        if method == "pin_memory":
+        if method in _PINNED_METHODS:
             return V_HOST_TENSOR
-        if method == "to":
+        if method in _MOVE_METHODS:
             return self._to_target(node, receiver)
-        if method in _BOOL_METHODS or method in ("any", "all"):
+        if method in _BOOL_METHODS or method in _BOOL_REDUCTIONS:
             return Value(receiver.kind, True)
-        if method in ("new_zeros", "new_ones", "new_empty", "new_full", "new_tensor"):
+        if method in _NEW_METHODS:
             placed = self._placement(node, default=None)
             return placed if placed is not None else Value(receiver.kind)
-        if method in ("float", "half", "bfloat16", "double", "long", "int", "short", "byte"):
+        if method in _CASTS:
             return Value(receiver.kind)
-        return Value(receiver.kind, receiver.is_bool and method in ("clone", "contiguous", "view", "reshape",
-                                                                    "unsqueeze", "squeeze", "expand",
-                                                                    "flatten", "detach", "t", "transpose",
-                                                                    "permute", "__getitem__"))
+        return Value(receiver.kind, receiver.is_bool and method in _KEEP_DTYPE)
 
     def _to_target(self, node: cst.Call, receiver: Value) -> Value:
         """`.to(...)`: a CPU target makes a host tensor, a dtype keeps the placement."""
@@ -1144,9 +1139,9 @@ class Inference:
         if isinstance(first, cst.SimpleString):
             return V_DEVICE
         qualified = self.imports.resolve(first) or ""
-        if qualified.startswith("torch.") and qualified != "torch.device":
+        if qualified.startswith(_TORCH) and qualified not in _DEVICE_CONSTRUCTOR:
             return Value(receiver.kind)  # a dtype such as torch.float32
-        if isinstance(first, cst.Attribute) and first.attr.value == "dtype":
+        if isinstance(first, cst.Attribute) and first.attr.value in _DTYPE_ATTRS:
             return Value(receiver.kind)
         first_value = self.out.of(first)
         if first_value.is_tensor:
@@ -1230,9 +1225,9 @@ def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
         info.advanced |= inference.advanced_attrs
         for call, name in _register_calls(stmt):
             method = call.func.attr.value if isinstance(call.func, cst.Attribute) else ""
-            if method in ("register_buffer", "register_parameter"):
+            if method in _REGISTER_TENSOR:
                 info.assign(name, V_DEVICE)
-            elif method in ("register_module", "add_module"):
+            elif method in _REGISTER_MODULE:
                 info.assign(name, V_MODULE)
     return info
 
@@ -1243,7 +1238,7 @@ def _register_calls(func: cst.FunctionDef) -> list[tuple[cst.Call, str]]:
         if (type(node) is cst.Call and isinstance(node.func, cst.Attribute)
                 and isinstance(node.func.value, cst.Name)
                 and node.func.value.value == "self"
-                and node.func.attr.value in ("register_buffer", "register_parameter", "register_module", "add_module")
+                and node.func.attr.value in _REGISTERS
                 and node.args and isinstance(node.args[0].value, cst.SimpleString)):
             found.append((node, node.args[0].value.evaluated_value))
     return found

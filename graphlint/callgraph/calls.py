@@ -17,7 +17,10 @@ _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterabl
 _DICT_TYPES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "OrderedDict", "defaultdict", "ModuleDict"})
 _WRAPPERS = frozenset({"Optional", "Final", "Annotated", "ClassVar", "Required", "NotRequired", "ReadOnly"})
 # Declared types that say "some module": a value annotated so may run any forward.
-_ABSTRACT_MODULES = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+_ABSTRACT_MODULES = catalog.names("modules", "abstract")
+_LIST_CONTAINERS = catalog.names("modules", "list_containers")
+_CALLABLE_CONTAINERS = catalog.names("modules", "callable_containers")
+_DICT_CONTAINERS = catalog.names("modules", "dict_containers")
 _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set", "frozenset"})
 # Library calls whose result runs the callable they wrap (`torch.compile(model)`):
 # graphlint/data/call_graph.toml.
@@ -186,14 +189,14 @@ class CallResults:
 
     def _library_call(self, dotted: str, args: Sequence, scope: tuple) -> set:
         short = dotted.rsplit(".", 1)[-1]
-        if short in ("ModuleList", "ParameterList"):
+        if short in _LIST_CONTAINERS:
             return {(LIST, frozenset(self.element(self._arg(args, 0, scope))))}
-        if short == "Sequential":
+        if short in _CALLABLE_CONTAINERS:
             items: set = set()
             for index in range(len(args)):
                 items |= self._arg(args, index, scope)
             return {(LIST, frozenset(items))}
-        if short == "ModuleDict":
+        if short in _DICT_CONTAINERS:
             items = set()
             for value in self._arg(args, 0, scope):
                 if value[0] == DICT:

@@ -35,10 +35,10 @@ from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Place
                                          module_name)
 
 
-# Tensor methods that nn.Module (and so a linted class) also defines: on a value of unknown
-# type they are far more likely the tensor's.
-_TENSOR_METHODS = frozenset({"to", "float", "half", "double", "bfloat16", "cuda", "cpu", "type", "apply",
-                             "share_memory", "register_hook", "requires_grad_", "zero_", "eval", "train"})
+# Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
+# type they are far more likely the tensor's or the module's own.
+_TENSOR_METHODS = catalog.names("modules", "shared_methods")
+_NN = catalog.prefix("namespaces", "nn")
 
 
 class EntryPointError(ConfigError):
@@ -263,7 +263,7 @@ def _is_module(project: Project, cls: tuple[str, str]) -> bool:
     project base outside the lint named like a module or model)."""
     for base in project.mro(cls)[1]:
         name = base[1]
-        if name.startswith("torch.nn.") or name.endswith(("Module", "Model", "PreTrainedModel", "Layer")):
+        if name.startswith(_NN) or name.endswith(("Module", "Model", "PreTrainedModel", "Layer")):
             return True
     return False
 

@@ -33,6 +33,8 @@ _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdef
 # nn.Module methods that return the module (`Model(cfg).to(device).eval()`):
 # graphlint/data/call_graph.toml.
 RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
+# What calling a module instance runs, in lookup order (graphlint/data/torch_values.toml).
+_CALL_METHODS = catalog.ordered("modules", "call_methods")
 
 
 def _freeze(value: Any) -> Any:
@@ -555,7 +557,7 @@ class Project(CallResults):
         """What calling an instance of `cls` runs: its `__call__` and `forward`."""
         found: list[tuple] = []
         order, _ = self.mro(cls)
-        for method in ("__call__", "forward"):
+        for method in _CALL_METHODS:
             if any(method in self.classes[c]["methods"] for c in order):
                 found.extend(v for v in self.member(cls, method, cls) if v[0] == FN)
         return found
