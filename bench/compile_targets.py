@@ -28,9 +28,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--option", action="append", default=[])
     args = parser.parse_args(argv)
     from graphlint.report import Report, dumps
-    from graphlint.runtime.compile_report import run_phase
+    from graphlint.runtime.torch_compile.compile_report import run_phase
     from graphlint.runtime.harness import run_harness
-    from graphlint.runtime.targets import parse_option
+    from graphlint.runtime.targets.loader import parse_option
 
     options = dict(parse_option(o) for o in args.option)
     os.makedirs(args.out, exist_ok=True)

@@ -2,7 +2,8 @@
 # What this repository claims on CUDA, in one command on the GPU machine (device tool, one H200):
 # the CUDA-marked tests, the cross-check of both halves on the bundled reference port and on two
 # hf: targets, the compiled path of the bundled step, and the fast ten of the hf matrix.
-#   bench/h200_checks.sh [tests|crosscheck|compile|matrix ...]   (default: all; results in $OUT)
+#   bench/h200_checks.sh [tests|crosscheck|compile|matrix|matrix_all|probe ...]   (default: the first four;
+#   results in $OUT; matrix_all runs every architecture in SHARDS processes at once)
 # Needs the wheels of ../shared/tools/gpu-wheels.sh in .whl (libcst, which the machine lacks).
 set -uo pipefail
 OUT=${OUT:-/tmp/h200}
@@ -30,5 +31,25 @@ for part in $parts; do
     matrix)
       timeout 540 python3 bench/hf_runtime_matrix.py --out "$OUT/matrix" --fast --markdown > "$OUT/matrix.txt" 2>&1
       echo "matrix rc=$?" >> "$OUT/matrix.txt" ;;
+    matrix_all)
+      # Every architecture, SHARDS processes sharing the GPU (times are indicative only then).
+      shards=${SHARDS:-6}
+      for k in $(seq 0 $((shards - 1))); do
+        timeout "${MATRIX_S:-520}" python3 bench/hf_runtime_matrix.py --out "$OUT/matrix_all" --device cuda:0 \
+          --shard "$k/$shards" > "$OUT/matrix_all_$k.txt" 2>&1 &
+      done
+      wait
+      python3 - "$OUT/matrix_all" <<'PY' > "$OUT/matrix_all.md"
+import glob, json, subprocess, sys
+rows = []
+for name in sorted(glob.glob(sys.argv[1] + "/summary_*.json")):
+    rows += json.load(open(name))
+json.dump(rows, open(sys.argv[1] + "/summary.json", "w"), indent=1, default=str)
+print(subprocess.run([sys.executable, "bench/hf_runtime_matrix.py", "--out", sys.argv[1], "--table-from",
+                      sys.argv[1] + "/summary.json"], capture_output=True, text=True).stdout)
+PY
+      ;;
+    probe)
+      python3 bench/probe_tensor_index.py > "$OUT/probe_tensor_index.txt" 2>&1 ;;
   esac
 done

@@ -4,6 +4,7 @@ the runtime harness and tabulate the verdicts, the causes at their lines and wha
     python bench/hf_runtime_matrix.py --out results/                 # every architecture (CUDA: cuda:0)
     python bench/hf_runtime_matrix.py --out results/ --case llama --case mixtral:experts=eager
     python bench/hf_runtime_matrix.py --out results/ --fast --markdown  # the ten of FAST, a README table
+    python bench/hf_runtime_matrix.py --out results/ --device cuda:0 --shard 0/4 & ...  # 4 at once
 
 Each case is `MODEL[:key=value,...]` (options as `--option` takes them). Writes one runtime JSON per
 case and summary.json, prints one JSON line per case, and with --markdown a table at the end.
@@ -48,7 +49,7 @@ def architectures() -> list[str]:
 
 
 def parse_case(case: str) -> tuple[str, dict]:
-    from graphlint.runtime.targets import parse_option
+    from graphlint.runtime.targets.loader import parse_option
 
     model, _, rest = case.partition(":")
     options = dict(parse_option(item) for item in rest.split(",") if item)
@@ -89,7 +90,7 @@ def run_case(case: str, device: str | None, steps: int | None, bench: bool, isol
     """One case through the harness: its summary row (verdict error / unsupported with the message
     when the harness cannot build or run it)."""
     from graphlint.runtime.harness import run_harness
-    from graphlint.runtime.targets import UsageError
+    from graphlint.runtime.targets.loader import UsageError
 
     model, options = parse_case(case)
     started = time.perf_counter()
@@ -118,7 +119,7 @@ def causes(row: dict, limit: int = 3) -> str:
 
 def markdown(rows: list[dict], device: str = "CPU emulation") -> str:
     """The rows as a markdown table; what every row shares (the prefill, sdpa) is left out."""
-    from graphlint.runtime.render import describe_features
+    from graphlint.views.runtime_text import describe_features
 
     lines = [f"| architecture | verdict ({device}) | causes at their lines | exercises |", "|---|---|---|---|"]
     for row in rows:
@@ -144,6 +145,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-bench", action="store_true")
     parser.add_argument("--markdown", action="store_true", help="print a markdown table at the end")
     parser.add_argument("--table-from", metavar="SUMMARY_JSON", help="only print the table of a summary.json")
+    parser.add_argument("--shard", metavar="K/N", default=None,
+                        help="only every N-th case from the K-th (0-based): N processes share one machine")
     parser.add_argument("--in-process", action="store_true",
                         help="CPU emulation in this process (no worker per case: faster, a crash ends the run)")
     args = parser.parse_args(argv)
@@ -153,6 +156,9 @@ def main(argv: list[str]) -> int:
         return 0
     os.makedirs(args.out, exist_ok=True)
     cases = args.case or (FAST if args.fast else architectures())
+    if args.shard:
+        k, n = (int(part) for part in args.shard.split("/"))
+        cases = cases[k::n]
     summary = []
     for case in cases:
         row = run_case(case, args.device, args.steps, bench=not args.no_bench, isolate=not args.in_process)
@@ -161,7 +167,8 @@ def main(argv: list[str]) -> int:
             json.dump(row.pop("runtime"), handle, indent=1, default=str)
         summary.append(row)
         print(json.dumps(row, default=str), flush=True)
-    with open(os.path.join(args.out, "summary.json"), "w", encoding="utf-8") as handle:
+    summary_name = "summary.json" if not args.shard else f"summary_{args.shard.replace('/', 'of')}.json"
+    with open(os.path.join(args.out, summary_name), "w", encoding="utf-8") as handle:
         json.dump(summary, handle, indent=1, default=str)
     if args.markdown:
         print(markdown(summary, "CPU emulation" if (args.device or "cpu") == "cpu" else args.device))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .compressor import Compressor
 from .config import DSV4Config
@@ -45,9 +46,10 @@ def sink_attention(q: torch.Tensor, parts: list[tuple[torch.Tensor, torch.Tensor
     return (out / denom.unsqueeze(-1)).to(q.dtype)
 
 
-class Attention:
+class Attention(nn.Module):
     def __init__(self, w: AttentionWeights, cfg: DSV4Config, batch: int, dtype: torch.dtype,
                  device: torch.device):
+        super().__init__()
         self.w = w
         self.ratio = w.ratio
         self.n_heads, self.head_dim, self.rope_dim = cfg.n_heads, cfg.head_dim, cfg.rope_dim
@@ -56,7 +58,7 @@ class Attention:
         self.scale = cfg.head_dim ** -0.5
         # Layers with a compressor use the YaRN table for everything (q, kv, compressed kv).
         self.table = "compress" if self.ratio else "main"
-        self.window = torch.zeros(batch, cfg.window, cfg.head_dim, dtype=dtype, device=device)
+        self.register_buffer("window", torch.zeros(batch, cfg.window, cfg.head_dim, dtype=dtype, device=device))
         self.compressor = Compressor(w.compressor, cfg, batch, dtype, device) if self.ratio else None
         self.indexer = Indexer(w.indexer, cfg, batch, dtype, device) if self.ratio == 4 else None
 

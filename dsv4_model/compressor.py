@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .config import DSV4Config
 from .context import RatioContext
@@ -17,7 +18,7 @@ from .rope import apply_rope
 from .weights import CompressorWeights
 
 
-class Compressor:
+class Compressor(nn.Module):
     """State A (values) and Z (gate logits) [B, c*m, c*d] fp32, and the cache [B, N, d].
 
     CSA (m = 4, c = 2) keeps the previous window in rows [0, m) and the current one in rows
@@ -27,6 +28,7 @@ class Compressor:
 
     def __init__(self, w: CompressorWeights, cfg: DSV4Config, batch: int, dtype: torch.dtype,
                  device: torch.device):
+        super().__init__()
         self.w = w
         self.m = m = w.ratio
         self.d = d = w.head_dim
@@ -34,19 +36,19 @@ class Compressor:
         c = 2 if self.overlap else 1
         self.rope_dim = cfg.rope_dim
         self.norm_eps = cfg.norm_eps
-        self.A = torch.zeros(batch, c * m, c * d, dtype=torch.float32, device=device)
-        self.Z = torch.full_like(self.A, float("-inf"))
-        self.cache = torch.zeros(batch, cfg.max_seq_len // m, d, dtype=dtype, device=device)
+        self.register_buffer("A", torch.zeros(batch, c * m, c * d, dtype=torch.float32, device=device))
+        self.register_buffer("Z", torch.full_like(self.A, float("-inf")))
+        self.register_buffer("cache", torch.zeros(batch, cfg.max_seq_len // m, d, dtype=dtype, device=device))
         # Flat row of state row (offset + pos % m) for each batch row: the current window
         # starts at row m when the previous window is kept.
-        self.state_base = torch.arange(batch, device=device) * (c * m) + (m if self.overlap else 0)
-        self.cache_base = torch.arange(batch, device=device) * self.cache.shape[1]
+        self.register_buffer("state_base", torch.arange(batch, device=device) * (c * m) + (m if self.overlap else 0))
+        self.register_buffer("cache_base", torch.arange(batch, device=device) * self.cache.shape[1])
         if self.overlap:
             # Flat indices into one row of A viewed as [2m * 2d] that pick the pooled operand:
             # rows < m take channels [0, d), rows >= m take channels [d, 2d).
             r = torch.arange(2 * m, device=device).unsqueeze(1)
             ch = torch.arange(d, device=device).unsqueeze(0)
-            self.pool_index = (r * (2 * d) + ch + d * (r >= m)).flatten()
+            self.register_buffer("pool_index", (r * (2 * d) + ch + d * (r >= m)).flatten())
 
     def reset(self) -> None:  # graphlint: host
         self.A.zero_()

@@ -6,9 +6,11 @@ layer ever sees a host integer that changes between steps. The aranges are built
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
 from .config import DSV4Config
 from .rope import RopeTable, model_tables
@@ -36,23 +38,24 @@ class StepContext:
     ratios: dict[int, RatioContext]
 
 
-class PositionIndex:
-    """The constant tables and aranges the per-step context is computed from."""
+class PositionIndex(nn.Module):
+    """The constant tables and aranges the per-step context is computed from (module buffers)."""
 
     def __init__(self, cfg: DSV4Config, batch: int, device: torch.device):
+        super().__init__()
         self.window = cfg.window
-        self.tables: dict[str, RopeTable] = dict(zip(("main", "compress"), model_tables(cfg, device)))
-        self.row_base = torch.arange(batch, device=device) * cfg.window
-        self.win_slots = torch.arange(cfg.window, device=device)
-        self.ratio_slots = {
-            m: torch.arange(cfg.max_seq_len // m, device=device)
-            for m in sorted(set(cfg.compress_ratios)) if m
-        }
+        self.tables: Mapping[str, RopeTable] = nn.ModuleDict(zip(("main", "compress"), model_tables(cfg, device)))
+        self.register_buffer("row_base", torch.arange(batch, device=device) * cfg.window)
+        self.register_buffer("win_slots", torch.arange(cfg.window, device=device))
+        self.ratios = tuple(m for m in sorted(set(cfg.compress_ratios)) if m)
+        for m in self.ratios:
+            self.register_buffer(f"ratio_slots_{m}", torch.arange(cfg.max_seq_len // m, device=device))
 
     def context(self, pos: torch.Tensor) -> StepContext:
         rope = {name: table.at(pos) for name, table in self.tables.items()}
         ratios = {}
-        for m, slots in self.ratio_slots.items():
+        for m in self.ratios:
+            slots = getattr(self, f"ratio_slots_{m}")
             n_valid = torch.div(pos + 1, m, rounding_mode="floor")
             cos, sin = self.tables["compress"].at(torch.clamp(pos + (1 - m), min=0))
             ratios[m] = RatioContext(

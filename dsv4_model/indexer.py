@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .compressor import Compressor
 from .config import DSV4Config
@@ -23,9 +24,10 @@ from .weights import IndexerWeights
 TIE_BREAK = 1e-30
 
 
-class Indexer:
+class Indexer(nn.Module):
     def __init__(self, w: IndexerWeights, cfg: DSV4Config, batch: int, dtype: torch.dtype,
                  device: torch.device):
+        super().__init__()
         self.w = w
         self.heads = cfg.index_heads
         self.dim = cfg.index_dim
@@ -34,7 +36,7 @@ class Indexer:
         self.weight_scale = cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5
         self.compressor = Compressor(w.compressor, cfg, batch, dtype, device)
         n_slots = self.compressor.cache.shape[1]
-        self.tie_break = torch.arange(n_slots, dtype=torch.float32, device=device) * -TIE_BREAK
+        self.register_buffer("tie_break", torch.arange(n_slots, dtype=torch.float32, device=device) * -TIE_BREAK)
 
     def reset(self) -> None:  # graphlint: host
         self.compressor.reset()

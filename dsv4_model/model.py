@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .attention import Attention
 from .config import DSV4Config
@@ -32,10 +33,11 @@ from .norms import rms_norm
 from .weights import BlockWeights, DSV4Weights
 
 
-class Block:
+class Block(nn.Module):
     """One layer: mHC around attention, then mHC around the MoE."""
 
     def __init__(self, w: BlockWeights, cfg: DSV4Config, batch: int, device: torch.device):
+        super().__init__()
         self.w = w
         self.cfg = cfg
         self.attn = Attention(w.attn, cfg, batch, w.attn.wq_a.dtype, device)
@@ -50,8 +52,13 @@ class Block:
         return hc_post(self.ffn.forward(rms_norm(u, w.ffn_norm, cfg.norm_eps), tok), X, post, C)
 
 
-class GraphSafeDSV4:
+class GraphSafeDSV4(nn.Module):
     """The decoder and its static buffers.
+
+    Every tensor the step writes or reads besides the weights is a registered buffer of this
+    module or of a submodule (caches, compressor states, position tables): torch.compile treats
+    module buffers as static inputs, so Inductor's CUDA graphs accept the in-place writes, while
+    tensors on a plain object are ordinary inputs whose mutation makes it skip CUDA graphs.
 
     Buffers (all on the device, fixed addresses for the life of the object):
       tok [B] int64      the token each row consumes this step
@@ -63,6 +70,7 @@ class GraphSafeDSV4:
     """
 
     def __init__(self, weights: DSV4Weights, batch: int = 1):
+        super().__init__()
         cfg = weights.cfg
         device = weights.device
         self.weights = weights
@@ -71,15 +79,16 @@ class GraphSafeDSV4:
         self.device = device
         self.max_steps = cfg.max_seq_len
         self.index = PositionIndex(cfg, batch, device)
-        self.blocks = [Block(w, cfg, batch, device) for w in weights.layers]
+        self.blocks = nn.ModuleList(Block(w, cfg, batch, device) for w in weights.layers)
         L = cfg.max_seq_len
-        self.tok = torch.zeros(batch, dtype=torch.int64, device=device)
-        self.pos = torch.zeros(batch, dtype=torch.int64, device=device)
-        self.prompt = torch.zeros(batch, L, dtype=torch.int64, device=device)
-        self.prompt_len = torch.ones(batch, dtype=torch.int64, device=device)
-        self.logits = torch.zeros(batch, cfg.vocab_size, dtype=torch.float32, device=device)
-        self.next_tok = torch.zeros(batch, dtype=torch.int64, device=device)
-        self.out_tokens = torch.zeros(batch, L, dtype=torch.int64, device=device)
+        long = {"dtype": torch.int64, "device": device}
+        self.register_buffer("tok", torch.zeros(batch, **long))
+        self.register_buffer("pos", torch.zeros(batch, **long))
+        self.register_buffer("prompt", torch.zeros(batch, L, **long))
+        self.register_buffer("prompt_len", torch.ones(batch, **long))
+        self.register_buffer("logits", torch.zeros(batch, cfg.vocab_size, dtype=torch.float32, device=device))
+        self.register_buffer("next_tok", torch.zeros(batch, **long))
+        self.register_buffer("out_tokens", torch.zeros(batch, L, **long))
 
     # ---- host side, outside the graph -------------------------------------------------------
 

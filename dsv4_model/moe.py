@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .config import DSV4Config
 from .weights import MoEWeights
@@ -20,8 +21,9 @@ def clamped_swiglu(h: torch.Tensor, inter: int, limit: float) -> torch.Tensor:
     return F.silu(torch.clamp(gate, max=limit)) * torch.clamp(up, min=-limit, max=limit)
 
 
-class MoE:
+class MoE(nn.Module):
     def __init__(self, w: MoEWeights, cfg: DSV4Config, batch: int, device: torch.device):
+        super().__init__()
         self.w = w
         self.k = cfg.n_active
         self.inter = cfg.moe_inter
@@ -29,8 +31,8 @@ class MoE:
         self.route_scale = cfg.route_scale
         self.hash_routed = w.hash_routed
         # Tokens routed to each expert this step (a load monitor), written without a sync.
-        self.expert_load = torch.zeros(cfg.n_experts, dtype=torch.int64, device=device)
-        self._ones = torch.ones(batch * cfg.n_active, dtype=torch.int64, device=device)
+        self.register_buffer("expert_load", torch.zeros(cfg.n_experts, dtype=torch.int64, device=device))
+        self.register_buffer("_ones", torch.ones(batch * cfg.n_active, dtype=torch.int64, device=device))
 
     def route(self, x: torch.Tensor, tok: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Expert indices [B, k] and routing weights [B, k] fp32. The bias steers selection only."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 import torch
+from torch import nn
 
 from .config import DSV4Config
 
@@ -32,13 +33,14 @@ def rope_frequencies(rope_dim: int, theta: float, factor: float = 1.0, original_
     return freqs / factor * (1 - keep) + freqs * keep
 
 
-class RopeTable:
+class RopeTable(nn.Module):
     """cos and sin of position * frequency, [max_seq_len, rope_dim/2] fp32, on the device."""
 
     def __init__(self, freqs: torch.Tensor, max_seq_len: int, device: torch.device):
+        super().__init__()
         angles = torch.outer(torch.arange(max_seq_len, dtype=torch.float32), freqs)
-        self.cos = angles.cos().to(device)
-        self.sin = angles.sin().to(device)
+        self.register_buffer("cos", angles.cos().to(device))
+        self.register_buffer("sin", angles.sin().to(device))
 
     def at(self, pos: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin at each row's position: [B, rope_dim/2]."""

@@ -8,14 +8,18 @@ harness can check that a replayed graph follows inputs that change every step.
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from .factory import PROMPT_LEN, build_weights, forced_tokens
 from .model import GraphSafeDSV4
 from .reference import ReferenceTarget
 
 
-class GraphSafeTarget:
+class GraphSafeTarget(nn.Module):
     """Drives `GraphSafeDSV4`. `step()` returns the same (logits, next_tok) tensors every call.
+
+    An nn.Module whose buffers (and the model's) are static inputs when `torch.compile(step)`
+    traces it, so Inductor records CUDA graphs over the step's in-place writes.
 
     The step advances `pos` on the device; `prepare(i)` only overwrites `tok`, so it assumes
     i steps have run since `reset()` (the harness's order: reset, then prepare(i); step()).
@@ -24,11 +28,12 @@ class GraphSafeTarget:
 
     def __init__(self, device, config: str = "tiny", batch: int = 1, seed: int = 0,
                  dtype: str = "bf16", hca_ratio: int | None = None):
+        super().__init__()
         self.device = torch.device(device)
         self.model = GraphSafeDSV4(build_weights(self.device, config, seed, dtype, hca_ratio), batch)
         self.max_steps = self.model.max_steps
         forced = forced_tokens(self.model.cfg.vocab_size, self.max_steps, batch, seed)
-        self.forced = forced.to(self.device)
+        self.register_buffer("forced", forced.to(self.device))
         self.model.set_prompt(forced[:PROMPT_LEN].T.contiguous())
         self.model.reset()
 

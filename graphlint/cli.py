@@ -1,5 +1,5 @@
-"""The `graphlint` command group: every subcommand (graphlint/commands/, and runtime from
-graphlint.runtime) under one error policy. Exit codes, as ruff: 0 no unsuppressed error;
+"""The `graphlint` command group: every subcommand (graphlint/commands/; runtime only where
+torch is installed) under one error policy. Exit codes, as ruff: 0 no unsuppressed error;
 1 violations; 2 usage, config or internal error.
 """
 from __future__ import annotations
@@ -84,7 +84,7 @@ for _command in (check, baseline_group, gate, list_rules, explain, clean, audit_
 def _register_optional_commands() -> None:
     """Commands whose modules may be absent in a partial install (torch for runtime)."""
     try:
-        from graphlint.runtime.command import runtime_command
+        from graphlint.commands.runtime import runtime_command
     except ImportError as error:  # torch missing: say how to get it when called
         missing = str(error)
 

@@ -49,7 +49,7 @@ class RuntimeReport:
 
 
 def runtime_causes(runtime: dict) -> list[str]:
-    from graphlint.runtime.kinds import KINDS
+    from graphlint.runtime.tracing.kinds import KINDS
 
     def fix(kind: str) -> str:
         entry = KINDS.get(kind)
@@ -142,7 +142,7 @@ class _Runner:
         except ImportError as error:
             pytest.fail(f"graphlint_runtime needs torch ({error}); install it with pip install "
                         "'graphlint-cuda[runtime]'", pytrace=False)
-        from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
+        from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 
         config = self.request.config
         marker = self.request.node.get_closest_marker("graphlint")
@@ -154,7 +154,7 @@ class _Runner:
                               bench=bench, step_timeout=timeout)
         report = Report(tool_version=graphlint.__version__, runtime=runtime)
         if lint or marked.get("lint"):
-            from graphlint.runtime.command import lint_and_join
+            from graphlint.commands.runtime import lint_and_join
 
             lint_and_join(report)
         result = RuntimeReport(report)

@@ -114,7 +114,7 @@ class Report:
     # captures, replay, bench, phases, verdict}; a phase verdict of "fail" fails the report.
     runtime: dict[str, Any] | None = None
     errors: list[str] = field(default_factory=list)
-    # The join of both halves (graphlint.runtime.crosscheck): present only when both ran.
+    # The join of both halves (graphlint.crosscheck): present only when both ran.
     crosscheck: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:

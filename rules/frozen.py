@@ -83,6 +83,10 @@ class FrozenScalar(Rule):
         "def f(x: torch.Tensor, step: int):\n    if step % 4 == 3:\n        x = x * 0.5\n    return x\n",
         "def f(freqs: torch.Tensor, pos):\n    return freqs[pos]\n",
         "def f(x: torch.Tensor, start_pos: int):\n    return x[:, : x.shape[1]]\n",
+        # A device position in arithmetic is read at replay (the graph-safe form of the next one).
+        "def f(q_len: int, pos: torch.Tensor):\n    return torch.arange(q_len, device=pos.device) + pos\n",
+        # An element of a Python list picked by a position runs no kernel (qwen3_omni's grids).
+        "def f(grid_hs: list[torch.Tensor], step: int):\n    return grid_hs[step] // 2\n",
         # Dataflow twins: a device counter the step advances in place, a per-layer offset that
         # takes the same values every step, a caller that passes a constant.
         "class Window:\n    def __init__(self, w: int):\n        self.cache = torch.zeros(2, w, device='cuda')\n"
@@ -107,6 +111,9 @@ class FrozenScalar(Rule):
         "class Step:\n    def step(self, buf: torch.Tensor):\n        buf.fill_(self.pos)\n",
     ]
     INVALID = [
+        # transformers' masking_utils: the offset is a host int that advances per step.
+        "def f(q_len: int, start_pos: int, device):\n    return torch.arange(q_len, device=device) + start_pos\n",
+        "def f(q_len: int, start_pos: int, device):\n    return torch.arange(q_len, device=device) < start_pos\n",
         "def f(cache: torch.Tensor, kv: torch.Tensor, start_pos: int, W: int):\n    cache[:, start_pos % W] = kv\n",
         "def f(freqs: torch.Tensor, start_pos: int):\n    return freqs[start_pos:start_pos + 1]\n",
         "def f(buf: torch.Tensor, pos: int):\n    buf.fill_(pos)\n",
@@ -135,8 +142,11 @@ class FrozenScalar(Rule):
         "    def step(self):\n        return self.cache[self.pos % 8 : self.pos % 8 + 1]\n",
     ]
 
+    _sequences: frozenset[str] = frozenset()
+
     def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
         self._per_step, self._active = _per_step_names(node, ctx)
+        self._sequences = _sequence_params(node)
         self._per_step_by_name = (_per_step_names(node, ctx, by_name=True)[0]
                                   if getattr(ctx.facts, "per_step_params", None) or getattr(ctx.facts, "per_step_attrs", None)
                                   else self._per_step)
@@ -151,6 +161,8 @@ class FrozenScalar(Rule):
     def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
         if not self._active or not maybe_device(ctx, node.value) or ctx.value(node.value).kind == HOST:
             return
+        if isinstance(node.value, cst.Name) and node.value.value in self._sequences:
+            return  # an element of a Python list (`grid_hs: list[Tensor]`): picked on the host, no kernel
         # Values per-step by dataflow (not by name) count only into known device tensors: host
         # buffers (numpy arrays, lists) are indexed by advancing counters all the time.
         dataflow = ctx.value(node.value).kind == DEVICE
@@ -182,6 +194,25 @@ class FrozenScalar(Rule):
         for arg in node.args:
             if self._tainted(arg.value, ctx, dataflow):
                 ctx.report(self, arg.value)
+                return
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: Context) -> None:
+        # `torch.arange(q_length, device=d) + q_offset`: the scalar operand is baked into the
+        # kernel at capture, as a scalar argument is.
+        self._operands(node.left, node.right, ctx)
+
+    def visit_Comparison(self, node: cst.Comparison, ctx: Context) -> None:
+        # `kv_idx < kv_offset + n` on a device tensor: the same for an ordering's operand
+        # (equality with a scalar builds a token mask: `input_ids == image_token_id`).
+        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, _ORDERINGS):
+            self._operands(node.left, node.comparisons[0].comparator, ctx)
+
+    def _operands(self, left: cst.BaseExpression, right: cst.BaseExpression, ctx: Context) -> None:
+        if not self._active:
+            return
+        for tensor, scalar in ((left, right), (right, left)):
+            if ctx.value(tensor).kind == DEVICE and self._tainted(scalar, ctx):
+                ctx.report(self, scalar)
                 return
 
 
@@ -231,6 +262,7 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
 
 # Tensor methods that take Python scalars as kernel arguments (graphlint/data/torch_values.toml).
 _SCALAR_ARG_METHODS = catalog.names("tensor", "scalar_arg_methods")
+_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 
@@ -251,7 +283,7 @@ def _per_step_attribute(node: cst.Attribute, ctx: Context, by_name: bool = False
 
 def _advanced_object_attr(node: cst.Attribute, ctx: Context) -> bool:
     """`inference_params.seqlen_offset`: an attribute of a passed object that a loop of the
-    project advances between steps (graphlint.callgraph.summaries learns them), holding no tensor."""
+    project advances between steps (graphlint.callgraph.project_summaries learns them), holding no tensor."""
     return (isinstance(node.value, cst.Name) and node.value.value != "self"
             and node.attr.value in getattr(ctx.facts, "per_step_param_attrs", ())
             and ctx.value(node).kind not in (DEVICE, HOST_TENSOR, MODULE))
@@ -503,6 +535,22 @@ class PerStepBranch(Rule):
 
     def visit_IfExp(self, node: cst.IfExp, ctx: Context) -> None:
         self._check(node.test, ctx)
+
+
+_SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
+
+
+def _sequence_params(function: cst.FunctionDef) -> frozenset[str]:
+    """Parameters annotated as Python lists, tuples or sequences (of anything)."""
+    found = set()
+    params = function.params
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        annotation = param.annotation.annotation if param.annotation else None
+        if isinstance(annotation, cst.Subscript):
+            annotation = annotation.value
+        if annotation is not None and (dotted(annotation) or "").rsplit(".", 1)[-1] in _SEQUENCE_ANNOTATIONS:
+            found.add(param.name.value)
+    return frozenset(found)
 
 
 def _test_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:

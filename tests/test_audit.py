@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphlint import audit
+from graphlint import region_audit
 from graphlint.cli import main
 from graphlint.config import Config
 
@@ -19,12 +19,12 @@ GRAPH_SAFE = "dsv4_model.model:GraphSafeDSV4.step"
 REFERENCE = "dsv4_model.reference:ReferenceDSV4.forward"
 
 
-def rows(result: audit.AuditResult) -> dict[str, audit.AuditRow]:
+def rows(result: region_audit.AuditResult) -> dict[str, region_audit.AuditRow]:
     return {row.function: row for row in result.rows}
 
 
 def test_every_function_of_the_graph_safe_step_is_capturable():
-    result = audit.run([REPO / "dsv4_model"], Config(root=REPO, entry_points=(GRAPH_SAFE,)), jobs=1)
+    result = region_audit.run([REPO / "dsv4_model"], Config(root=REPO, entry_points=(GRAPH_SAFE,)), jobs=1)
     found = rows(result)
     # The whole step: mHC, attention with its compressor and indexer, rope, MoE and its router.
     assert {"GraphSafeDSV4.step", "Block.forward", "hc_pre", "hc_post", "hc_head", "sinkhorn",
@@ -40,7 +40,7 @@ def test_every_function_of_the_graph_safe_step_is_capturable():
 
 
 def test_zero_config_audit_finds_the_captured_step_from_the_capture_site():
-    result = audit.run([REPO / "dsv4_model"], Config(root=REPO), jobs=1)
+    result = region_audit.run([REPO / "dsv4_model"], Config(root=REPO), jobs=1)
     captured = {row.function: row for row in result.rows if row.region == "captured"}
     assert {"GraphSafeDSV4.step", "Block.forward", "Attention.forward", "MoE.route"} <= set(captured)
     assert {row.reason for row in captured.values()} == {"capture site at dsv4_model/generate.py:73 (torch.cuda.graph)"}
@@ -51,7 +51,7 @@ def test_the_reference_port_shows_the_seed_inventory_categories():
     # The seeds' per-step allocations are intermediates (returned to a caller inside the step):
     # GL405, off by default, selected here with the default set.
     config = Config(root=REPO, entry_points=(REFERENCE,), select=("GL1", "GL2", "GL3", "GL4", "GL5"))
-    result = audit.run([REPO / "dsv4_model" / "reference.py"], config, jobs=1)
+    result = region_audit.run([REPO / "dsv4_model" / "reference.py"], config, jobs=1)
     found = rows(result)
     assert found["RefBlock.hc_post"].cls == "sync"                        # 001 cat 1: .item() in mHC
     assert {"sync", "host-branch", "dynamic-shape", "allocates"} <= set(found["RefMoE.forward"].classes)
@@ -67,7 +67,7 @@ def test_the_reference_port_shows_the_seed_inventory_categories():
 
 def test_host_and_eager_functions_are_listed_without_failing_the_audit():
     config = Config(root=FIXTURES, entry_points=("servepkg.engine:serve_step",), eager=("servepkg.moe:MoE.forward",))
-    found = rows(audit.run([FIXTURES], config, jobs=1))
+    found = rows(region_audit.run([FIXTURES], config, jobs=1))
     assert {name: found[name].cls for name in ("sample", "is_stop", "detokenize", "MoE.forward", "route")} == {
         "sample": "host", "is_stop": "host", "detokenize": "host", "MoE.forward": "eager", "route": "eager"}
     # route's sync-like branch still shows as a finding of the eager break.
@@ -108,7 +108,7 @@ def test_cli_errors_exit_2_with_a_message(tmp_path):
 
 def test_def_lines_from_indentation():
     text = "class A:\n    def f(self):\n        def inner():\n            pass\n\ndef g():\n    pass\n"
-    assert audit.def_lines(text) == {"A": 1, "A.f": 2, "A.f.inner": 3, "g": 6}
+    assert region_audit.def_lines(text) == {"A": 1, "A.f": 2, "A.f.inner": 3, "g": 6}
 
 
 def _empty_config(folder: Path) -> Path:

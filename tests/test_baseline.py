@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphlint.engine.fingerprints import fingerprint_findings
-from graphlint.gating.baseline import BASELINE_REASON
+from graphlint.gating.accepted_findings import BASELINE_REASON
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check as run_check

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphlint import audit
+from graphlint import region_audit
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check
@@ -32,7 +32,7 @@ def test_the_planted_hazards_and_nothing_else():
 
 
 def test_audit_reaches_every_layer_through_the_container_and_the_dispatch():
-    result = audit.run([ENGINE / "tinyserve"], Config(root=ENGINE), jobs=1)
+    result = region_audit.run([ENGINE / "tinyserve"], Config(root=ENGINE), jobs=1)
     captured = {row.function for row in result.rows if row.region == "captured"}
     assert captured == {"TinyLM.forward", "DecoderLayer.__call__", "dense_attention", "paged_attention",
                         "GatedMLP.forward"}
@@ -44,7 +44,7 @@ def test_an_unresolved_capture_callee_is_a_warning_and_the_audit_is_incomplete()
     [finding] = result.findings
     assert (finding.rule, finding.severity, finding.function, finding.line) == ("GL905", "warning", "capture_step", 7)
     assert "`step_fn`" in finding.message
-    audited = audit.run([ENGINE / "tinyserve_blind"], Config(root=ENGINE), jobs=1)
+    audited = region_audit.run([ENGINE / "tinyserve_blind"], Config(root=ENGINE), jobs=1)
     assert audited.verdict() == "incomplete"
     assert audited.to_dict()["summary"]["verdict"] == "incomplete"
     assert [site["function"] for site in audited.incomplete] == ["capture_step"]

@@ -1,28 +1,38 @@
 """The package layout is the pipeline: each module imports only modules of its own stage or of
 stages below it, and no import cycle exists. Imports are read from the source (nothing is
-imported), including imports inside functions."""
+imported), including imports inside functions. The runtime wing's rooms are stages of their own,
+every folder of modules is a package that says what it holds, and no two modules share a name."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # Stages from the bottom up. A module's stage is the first prefix that matches its dotted name.
 STAGES = [
-    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.exits", "graphlint.reading",
-              "graphlint.terminal"]),
+    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.exits",
+              "graphlint.reading", "graphlint.terminal"]),
     ("discovery", ["graphlint.discovery"]),
     ("analysis", ["graphlint.analysis"]),
     ("rules", ["graphlint.rules"]),
     ("callgraph", ["graphlint.callgraph"]),
     ("engine", ["graphlint.engine"]),
-    ("library", ["graphlint.gating", "graphlint.audit", "graphlint.testing"]),
-    # The runtime half stands beside the static one; views render the sections of both.
-    ("runtime", ["graphlint.runtime"]),
+    ("library", ["graphlint.gating", "graphlint.region_audit", "graphlint.testing"]),
+    # The runtime half stands beside the static one, one stage per room: where the user's frames
+    # are, what to run, what a step did, the phases on a device (and under torch.compile), the
+    # worker subprocess that runs them, and the harness that assembles Report.runtime.
+    ("runtime frames", ["graphlint.runtime", "graphlint.runtime.user_frames"]),
+    ("runtime targets", ["graphlint.runtime.targets"]),
+    ("runtime tracing", ["graphlint.runtime.tracing"]),
+    ("runtime devices", ["graphlint.runtime.cuda", "graphlint.runtime.emulation", "graphlint.runtime.torch_compile"]),
+    ("runtime isolation", ["graphlint.runtime.isolation"]),
+    ("runtime harness", ["graphlint.runtime.harness", "graphlint.runtime.lint_target"]),
+    # Views render the sections of both halves.
     ("views", ["graphlint.views"]),
     # Entry points: the click commands (graphlint/commands/, the runtime's own among them) and the pytest plugin.
-    ("cli", ["graphlint.cli", "graphlint.commands", "graphlint.server", "graphlint.__main__", "graphlint.runtime.command", "graphlint.pytest_plugin"]),
+    ("cli", ["graphlint.cli", "graphlint.commands", "graphlint.server", "graphlint.__main__", "graphlint.pytest_plugin"]),
 ]
 
 
@@ -121,3 +131,48 @@ def test_the_checker_sees_an_upward_import(tmp_path):
     module.write_text("from graphlint.engine import check\n")
     found = _imports("graphlint.analysis.probe", module, set(_modules()))
     assert "graphlint.engine" in found and _stage("graphlint.engine") > _stage("graphlint.analysis.probe")
+
+
+def test_the_runtime_imports_no_view_and_no_command():
+    # The views render the runtime's dict and the command drives it: neither is the runtime's to call.
+    graph = _graph()
+    found = [f"{name} imports {target}" for name, targets in graph.items() if name.startswith("graphlint.runtime")
+             for target in sorted(targets) if target.startswith(("graphlint.views", "graphlint.commands"))]
+    assert found == []
+    # Imports by name (importlib, `python -m`) do not show in the import graph: the source never names them.
+    named = [f"{path.relative_to(ROOT)}:{number}" for path in sorted((ROOT / "graphlint" / "runtime").rglob("*.py"))
+             for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+             if re.search(r"graphlint\.(views|commands)\b", line)]
+    assert named == []
+
+
+def test_the_runtime_check_sees_a_view_import(tmp_path):
+    module = tmp_path / "probe.py"
+    module.write_text("def f():\n    from graphlint.views.runtime_text import render_runtime\n")
+    assert "graphlint.views.runtime_text" in _imports("graphlint.runtime.tracing.probe", module, set(_modules()))
+
+
+def test_every_folder_of_modules_is_a_package_that_says_what_it_holds():
+    folders = {path.parent for path in [*(ROOT / "graphlint").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]}
+    bare = [str(folder.relative_to(ROOT)) for folder in sorted(folders) if not (folder / "__init__.py").is_file()
+            or not ast.get_docstring(ast.parse((folder / "__init__.py").read_text("utf-8")))]
+    assert bare == []
+
+
+def _shared_names(paths: list[Path]) -> dict[str, list[str]]:
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            by_name.setdefault(path.name, []).append(path.relative_to(ROOT).as_posix())
+    return {name: sorted(where) for name, where in sorted(by_name.items()) if len(where) > 1}
+
+
+def test_no_two_modules_share_a_file_name():
+    # A name says what a module holds; two modules of one name make every traceback and search ambiguous.
+    assert _shared_names([*(ROOT / "graphlint").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]) == {}
+
+
+def test_the_name_check_sees_a_shared_name():
+    paths = [ROOT / "graphlint" / "a" / "summaries.py", ROOT / "graphlint" / "b" / "summaries.py",
+             ROOT / "graphlint" / "a" / "__init__.py", ROOT / "graphlint" / "b" / "__init__.py"]
+    assert _shared_names(paths) == {"summaries.py": ["graphlint/a/summaries.py", "graphlint/b/summaries.py"]}

@@ -105,7 +105,7 @@ def test_explain_runtime_lists_the_runtime_kinds():
 
     result = CliRunner().invoke(main, ["explain", "runtime"])
     assert result.exit_code == 0, result.output
-    kinds = pytest.importorskip("graphlint.runtime.kinds")
+    kinds = pytest.importorskip("graphlint.runtime.tracing.kinds")
     names = list(kinds.KINDS)
     assert names and all(name in result.output for name in names)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from graphlint import audit
+from graphlint import region_audit
 from graphlint.config import Config
 from graphlint.engine import check
 from graphlint.testing import lint_snippet
@@ -53,7 +53,7 @@ def _by_function(findings) -> dict[tuple[str, str], Counter]:
 
 def _agree(paths, config) -> None:
     checked = _by_function(check(paths, config, jobs=1).findings)
-    audited = audit.run(paths, config, jobs=1)
+    audited = region_audit.run(paths, config, jobs=1)
     names = {}
     for row in audited.rows:
         key = (row.path, row.function.rpartition(":")[2])
@@ -76,7 +76,7 @@ def test_a_device_value_passed_to_a_plain_function_is_the_same_finding_in_both(t
     config = Config(root=tmp_path)
     checked = check([package], config, jobs=1).findings
     assert {(f.rule, f.function) for f in checked} == {("GL201", "gate")}
-    audited = audit.run([package], config, jobs=1)
+    audited = region_audit.run([package], config, jobs=1)
     rows = {row.function: row for row in audited.rows}
     assert rows["gate"].cls == "host-branch" and audited.verdict() == "fail"
     _agree([package], config)

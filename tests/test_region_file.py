@@ -12,12 +12,12 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from graphlint.audit import run as run_audit
+from graphlint.region_audit import run as run_audit
 from graphlint.callgraph import recorded
 from graphlint.cli import main
 from graphlint.config import Config, ConfigError, load
 from graphlint.engine import check
-from graphlint.runtime import record
+from graphlint.runtime.tracing import record
 
 SOURCE = textwrap.dedent('''\
     import functools

@@ -220,7 +220,7 @@ def test_runtime_prints_its_start_at_once_on_stderr(tmp_path):
 
 def test_runtime_progress_heartbeat_off_a_terminal(tmp_path):
     pytest.importorskip("torch")
-    script = ("import time, graphlint.runtime.command as c\n"
+    script = ("import time, graphlint.commands.runtime as c\n"
               "c.HEARTBEAT_SECONDS = 0.2\n"
               "with c.runtime_progress('pkg.step:make'):\n"
               "    time.sleep(1.0)\n")

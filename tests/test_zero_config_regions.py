@@ -11,7 +11,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from graphlint import audit
+from graphlint import region_audit
 from graphlint.callgraph.values import package_module
 from graphlint.cli import main
 from graphlint.config import Config
@@ -64,7 +64,7 @@ def test_host_orchestration_one_time_code_and_the_eager_sampler_are_not_per_step
 
 
 def test_audit_lists_every_captured_function_with_its_reason():
-    result = audit.run([ENGINE / "minivllm"], Config(root=ENGINE), jobs=1)
+    result = region_audit.run([ENGINE / "minivllm"], Config(root=ENGINE), jobs=1)
     captured = {row.function for row in result.rows if row.region == "captured"}
     assert captured == {"LlamaForCausalLM.forward", "LlamaModel.forward", "DecoderLayer.forward", "Attention.forward",
                         "MLP.forward", "RotaryEmbedding.forward", "KVCacheBase.update", "StaticKVCache.update",
@@ -311,6 +311,85 @@ def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
     findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
     assert sorted((f.rule, f.path.rsplit("/", 1)[-1], f.line) for f in findings) == [
         ("GL508", "model.py", 12), ("GL508", "model.py", 14)]
+
+
+def test_generic_containers_subscripted_bases_and_sequential_are_followed():
+    # tests/fixtures/engine/streamer: layers in a Generic[T] container typed by a TypeVar, the
+    # override of a hook in a subclass of a subscripted base, an element of an nn.Sequential; a
+    # plan guarded by `if state.planned: return` runs once; `range` in the capture is no callee.
+    findings = check([ENGINE / "streamer"], Config(root=ENGINE / "streamer"), jobs=1).findings
+    assert sorted((f.rule, f.function) for f in findings) == [
+        ("GL101", "Attention.step"), ("GL102", "Norm.forward"), ("GL301", "Gate.forward")]
+
+
+def test_a_callable_parameter_runs_what_the_reaching_caller_passes(tmp_path):
+    # `_apply(fn)` is called by the captured step with one closure and by set-up with another:
+    # the captured region holds the step's closure only.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Block(nn.Module):
+            def _apply_all(self, fn):
+                for name, child in self.named_children():
+                    fn(name, child)
+
+            def setup(self):
+                def _init(name, child):
+                    child.buf = torch.zeros(int(child.size.sum().item()))   # set-up, eager
+                self._apply_all(_init)
+
+            def step(self):
+                def _step(name, child):
+                    child.out.copy_(child.x * 2)
+                self._apply_all(_step)
+
+        class Runner:
+            def __init__(self):
+                self.block = Block()
+                self.graph = torch.cuda.CUDAGraph()
+
+            def capture(self):
+                self.block.step()
+                with torch.cuda.graph(self.graph):
+                    self.block.step()
+        """))
+    assert check([tmp_path], Config(root=tmp_path), jobs=1).findings == []
+    regions = {row.function: row.region for row in audit.run([tmp_path], Config(root=tmp_path), jobs=1).rows}
+    assert regions["Block.step._step"] == "captured" and regions.get("Block.setup._init") != "captured"
+
+
+def test_a_package_under_a_plain_source_folder_is_imported_by_its_own_name(tmp_path):
+    # python/eng/ has no __init__.py, and nor has python/: `from eng.layers import ...` names the
+    # file python/eng/layers.py; a folder that holds code (eng/kernel/triton/) is no import root.
+    root = tmp_path / "python" / "eng"
+    (root / "kernel" / "triton").mkdir(parents=True)
+    (root / "kernel" / "__init__.py").write_text("")
+    (root / "kernel" / "triton" / "cdiv.py").write_text("def cdiv(a, b):\n    return (a + b - 1) // b\n")
+    (root / "layers.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor) -> torch.Tensor:
+                return x * x.max().item()   # planted
+        """))
+    (root / "runner.py").write_text(textwrap.dedent("""
+        import torch
+        import triton
+        from eng.layers import Layer
+
+        def run(x):
+            layer = Layer()
+            layer(x)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                y = layer(x) + triton.cdiv(4, 2)
+            return g
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert sorted((f.rule, f.function) for f in findings) == [("GL101", "Layer.forward")]
+    assert findings[0].region_reason.startswith("capture site at python/eng/runner.py")
 
 
 def test_a_one_time_branch_is_not_followed_by_the_call_graph(tmp_path):

@@ -28,7 +28,7 @@ import libcst as cst
 from graphlint.analysis import catalog
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
 from graphlint.analysis.children import compound_bodies, suite_body
-from graphlint.analysis.names import dotted
+from graphlint.analysis.names import class_bases, dotted
 
 _MAX_DEPTH = 12  # deeper expressions are never receivers the call graph can follow (`M(c).to(d).eval()` is 9)
 _MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
@@ -59,7 +59,31 @@ def _ann(node: cst.BaseExpression | None, depth: int = 0) -> list | None:
         return ["ty", "[]", [_ann(e.value, depth + 1) for e in node.elements]]
     if isinstance(node, cst.Ellipsis):
         return "..."
-    return dotted(node)  # a plain name: ["ty", name, []] written short
+    name = dotted(node)  # a plain name: ["ty", name, []] written short
+    if name in _TYPE_VARIABLES:
+        # `ops: List[T]`, `state: StateT | None`: a type variable says what its bound says, or
+        # nothing (the values at the call sites decide).
+        bound = _TYPE_VARIABLES[name]
+        return _ann(bound, depth + 1) if bound is not None else None
+    return name
+
+
+# The file's type variables (`T = TypeVar("T", bound=Base)`) while its facts are encoded.
+_TYPE_VARIABLES: dict[str, cst.BaseExpression | None] = {}
+
+
+def _type_variables(module: cst.Module) -> dict[str, cst.BaseExpression | None]:
+    found: dict[str, cst.BaseExpression | None] = {}
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Call)
+                    and (dotted(small.value.func) or "").rsplit(".", 1)[-1] == "TypeVar"):
+                bound = next((a.value for a in small.value.args if a.keyword is not None and a.keyword.value == "bound"), None)
+                found[small.targets[0].target.value] = bound
+    return found
 
 
 # Calls whose arguments shape the result the call graph follows (containers of modules,
@@ -483,7 +507,7 @@ def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
         for stmt in body:
             if isinstance(stmt, cst.ClassDef):
                 qualname = prefix + stmt.name.value
-                info: dict[str, Any] = {"bases": [_enc(b.value) for b in stmt.bases if b.keyword is None],
+                info: dict[str, Any] = {"bases": [_enc(b) for b in class_bases(stmt)],
                                         "methods": [], "attrs": {}}
                 for item in suite_body(stmt.body):
                     if isinstance(item, cst.FunctionDef):
@@ -533,6 +557,15 @@ def _module_globals(module: cst.Module) -> dict[str, list]:
 
 def callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], facts: Any) -> dict[str, Any]:
     """The call graph's view of one file (see the module docstring for the encoding)."""
+    _TYPE_VARIABLES.clear()
+    _TYPE_VARIABLES.update(_type_variables(module))
+    try:
+        return _callgraph_facts(module, imports, functions, facts)
+    finally:
+        _TYPE_VARIABLES.clear()
+
+
+def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any], facts: Any) -> dict[str, Any]:
     classes = _classes(module)
     out_functions: dict[str, dict[str, Any]] = {}
     for info in functions:

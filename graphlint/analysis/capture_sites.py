@@ -366,14 +366,26 @@ def rest_zones(statements: Any) -> dict[int, str]:
     (`if not meta.is_prefill: return out` ... the prefill rest), by id, with their kind."""
     found: dict[int, str] = {}
     kind: str | None = None
-    for stmt in statements:
+    for index, stmt in enumerate(statements):
         if kind is not None:
             found[id(stmt)] = kind
         elif type(stmt) is cst.If and stmt.orelse is None and _exits(stmt.body):
             test_kind, negated = one_time_test(stmt.test, stmt.body)
             if test_kind is not None and negated:
                 kind = test_kind
+            elif test_kind is None and _done_guard(stmt.test, statements[index + 1:]):
+                kind = LAZY_INIT
     return found
+
+
+def _done_guard(test: cst.BaseExpression, rest: Any) -> bool:
+    """`if meta.initialized: return` ... `meta.initialized = True`: the rest runs once (a
+    plan made before capture); the flag is an attribute that the rest sets or that says so."""
+    name = dotted(test)
+    if name is None or "." not in name:
+        return False
+    short = name.rsplit(".", 1)[-1].lower()
+    return any(word in short for word in _INIT_WORDS) or any(_assigned(stmt, name) for stmt in rest)
 
 
 def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:

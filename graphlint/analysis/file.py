@@ -255,7 +255,7 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
     """Analyse one file's text. A syntax error becomes `parse_error` (GL900); a text longer than
     `max_size` (0: no limit) or nested too deeply for the analysis becomes `limit` (GL903), not an
     exception. `force`: parse the file even if it never mentions torch. `external`: facts from the
-    rest of the linted code (graphlint.callgraph.summaries)."""
+    rest of the linted code (graphlint.callgraph.project_summaries)."""
     if max_size and len(text) > max_size:
         return FileAnalysis(path, limit=limit_record(too_large(len(text), max_size)))
     try:
@@ -288,7 +288,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     if quiet and not (path.endswith("__init__.py") and "import" in text) and not _DEFINES.search(text):
         result.skipped = True
         # Not parsed, but it may call linted functions: their parameters then have a caller
-        # whose arguments are not known (graphlint.callgraph.summaries reads these names).
+        # whose arguments are not known (graphlint.callgraph.project_summaries reads these names).
         result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
         return result
     depth, depth_line = bracket_depth(text)

@@ -15,7 +15,7 @@ import libcst as cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children, iter_code
-from graphlint.analysis.names import ImportMap, dotted
+from graphlint.analysis.names import ImportMap, class_bases, dotted
 
 DEVICE = "device"  # a tensor on the accelerator (or a tensor of unknown device in step code)
 HOST_TENSOR = "host_tensor"  # a CPU tensor (created without device=, pinned, or .cpu())
@@ -100,6 +100,7 @@ _TENSOR_ANNOTATIONS = catalog.names("annotations", "tensor")
 _BOOL_TENSOR_ANNOTATIONS = catalog.names("annotations", "bool_tensor")
 _HOST_ANNOTATIONS = catalog.names("annotations", "host")
 _MODULE_ANNOTATIONS = catalog.names("annotations", "module")
+_HOST_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
 # Resolved through the imports, only torch's own spelling names nn.Module.
 _MODULE_QUALIFIED = frozenset(name for name in _MODULE_ANNOTATIONS if name.startswith(_TORCH))
 # A base class named like nn.Module (`Module`, `nn.Module`, `torch.nn.Module`) makes a module.
@@ -270,6 +271,11 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
         return join(left, right)
     if isinstance(node, cst.Subscript):
         outer = dotted(node.value) or ""
+        if outer.rsplit(".", 1)[-1] in _HOST_SEQUENCES and node.slice and all(
+                isinstance(e.slice, cst.Index) and (annotation_value(e.slice.value, imports).kind == HOST
+                                                    or isinstance(e.slice.value, cst.Ellipsis))
+                for e in node.slice):
+            return V_HOST  # `list[int]`, `tuple[int, ...]`: host numbers, and so is each element
         if outer in _TRANSPARENT_WRAPPERS and node.slice:
             inner = node.slice[0].slice
             if isinstance(inner, cst.Index):
@@ -310,6 +316,28 @@ def _advanced_names(body: cst.BaseSuite) -> set[str]:
                         for n in (node.value.left, node.value.right)):
                     names.add(target.target.value)
     return names
+
+
+def _steps_loop(stmt: cst.For | cst.While) -> bool:
+    """Whether a loop may drive decode steps: `while not done:`, `for _ in range(n)` (also
+    through `tqdm(...)`, `itertools.count()`). A loop over the items of a collection (`for
+    group in groups:`, `range(len(items))`) walks data inside one step: if the step is captured,
+    its counters replay the same values, which the capture may freeze."""
+    if isinstance(stmt, cst.While):
+        return True
+    iterable = stmt.iter
+    while isinstance(iterable, cst.Call) and iterable.args and (dotted(iterable.func) or "").rsplit(".", 1)[-1] in (
+            "tqdm", "trange", "track"):
+        iterable = iterable.args[0].value
+    if not isinstance(iterable, cst.Call):
+        return False
+    name = (dotted(iterable.func) or "").rsplit(".", 1)[-1]
+    if name in ("count", "trange"):
+        return True
+    if name != "range":
+        return False
+    # `range(len(items))` walks items; `range(max_new_tokens)` steps.
+    return not any(isinstance(a.value, cst.Call) and dotted(a.value.func) == "len" for a in iterable.args)
 
 
 def _advanced_object_attrs(body: cst.BaseSuite) -> set[str]:
@@ -426,6 +454,7 @@ class Inference:
         # Host attributes of self this function advances, and the loop-carried locals the
         # enclosing loops advance (names), with the calls that pass one of them on.
         self.advanced_attrs: set[str] = set()
+        self._constructing = False  # in __init__ (or another dunder): sizes set once
         self._advancing: list[frozenset[str]] = []
         self.step_args: dict[int, tuple[str, list[int], list[str]]] = {}
         self._advanced_by_loop: dict[int, frozenset[str]] = {}
@@ -453,6 +482,7 @@ class Inference:
 
     # ----- entry points -------------------------------------------------------------
     def run_function(self, node: cst.FunctionDef, is_method: bool, qualname: str | None = None) -> FunctionFacts:
+        self._constructing = node.name.value.startswith("__") and node.name.value.endswith("__")
         self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
         self.local_params = {name: self.env[name] for name in self.param_names if name in self.env}
@@ -568,8 +598,11 @@ class Inference:
         head_env, head_attrs = dict(self.env), dict(self.self_attrs)
         advanced = self._advanced_by_loop.get(id(stmt))
         if advanced is None:
-            advanced = self._advanced_by_loop[id(stmt)] = frozenset(_advanced_names(stmt.body))
-            self.loop_attrs |= _advanced_object_attrs(stmt.body)
+            stepping = _steps_loop(stmt)
+            advanced = self._advanced_by_loop[id(stmt)] = (frozenset(_advanced_names(stmt.body)) if stepping
+                                                           else frozenset())
+            if stepping:
+                self.loop_attrs |= _advanced_object_attrs(stmt.body)
         self._advancing.append(frozenset(name for name in advanced if name in self.env))
         self.out.loop_depth += 1
         for _ in range(_LOOP_ITERATIONS):
@@ -613,7 +646,10 @@ class Inference:
                 self.env[small.target.value] = _binop(left, right)
             elif (isinstance(small.target, cst.Attribute) and isinstance(small.target.value, cst.Name)
                   and small.target.value.value == "self" and left.kind not in (DEVICE, HOST_TENSOR)
-                  and right.kind in (HOST, NONE)):
+                  and right.kind in (HOST, NONE) and not self._constructing
+                  and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign))):
+                # A counter the class moves (`self.filled += n`), not a size set up once in
+                # `__init__` (`self.num_buckets *= 2`).
                 self.advanced_attrs.add(small.target.attr.value)
         elif isinstance(small, cst.Expr):
             self.expr(small.value)
@@ -1169,7 +1205,7 @@ def _join_envs(a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
 def collect_class(node: cst.ClassDef, facts: ModuleFacts) -> ClassInfo:
     """Attribute kinds assigned anywhere in the class: `self.x = ...`, `register_buffer`,
     `nn.Parameter`, submodules, and class-level annotations."""
-    bases = [dotted(b.value) or "" for b in node.bases]
+    bases = [dotted(b) or "" for b in class_bases(node)]
     info = ClassInfo(node.name.value, bases)
     facts.classes[info.name] = info
     body = node.body.body if isinstance(node.body, cst.IndentedBlock) else node.body.body

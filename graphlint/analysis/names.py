@@ -137,3 +137,22 @@ def collect_imports(module: cst.Module) -> ImportMap:
             if node.finalbody is not None:
                 stack.append(node.finalbody.body)
     return imports
+
+
+# Bases that only say how a class is typed (`Generic[T]`, `Protocol`): no behaviour comes from them.
+_TYPING_BASES = frozenset({"Generic", "typing.Generic", "Protocol", "typing.Protocol", "typing_extensions.Protocol"})
+
+
+def class_bases(node: cst.ClassDef) -> list[cst.BaseExpression]:
+    """A class's bases as the hierarchy sees them: a subscripted base is its class
+    (`StreamingModule[_MHAState]` is StreamingModule), typing-only bases are left out, and so
+    are keyword arguments (`metaclass=`)."""
+    bases = []
+    for arg in node.bases:
+        if arg.keyword is not None or arg.star:
+            continue
+        value = arg.value.value if isinstance(arg.value, cst.Subscript) else arg.value
+        if dotted(value) in _TYPING_BASES:
+            continue
+        bases.append(value)
+    return bases

@@ -1,6 +1,6 @@
 """The per-file half of interprocedural inference: what each function of one file passes to
 the linted functions it calls, what it returns and what its classes assign, as plain data that
-is cached with the file. graphlint.callgraph.summaries joins these over the project."""
+is cached with the file. graphlint.callgraph.project_summaries joins these over the project."""
 from __future__ import annotations
 
 from typing import Any

@@ -48,10 +48,12 @@ class CallResults:
     _sites: Any
     _passing: set
 
-    def passed_arguments(self, path: str, qualname: str, index: int, param: str) -> set:
+    def passed_arguments(self, path: str, qualname: str, index: int, param: str,
+                         by_caller: dict | None = None) -> set:
         """What the call sites of a function pass to one of its parameters (`LayerStack(layers)`:
         the container holds what its constructor was given; `self.capture(bs, forward)`: the
-        step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never."""
+        step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never.
+        `by_caller` (if given) receives what each calling function passes."""
         if param.startswith("*"):
             return set()
         function = self.functions.get((path, qualname))
@@ -74,20 +76,24 @@ class CallResults:
             if (call, scope[:2]) in self._passing or not matches(self.eval(call[1], scope)):
                 continue
             matched += 1
-            if matched > _MAX_CALL_SITES:
+            if matched > _MAX_CALL_SITES and by_caller is None:
                 return set()
             args = call[2] if len(call) > 2 else ()
             kwargs = dict(call[3]) if len(call) > 3 else {}
             self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
             try:
+                passed: set = set()
                 if param in kwargs:
-                    out |= self.eval(kwargs[param], scope)
+                    passed = self.eval(kwargs[param], scope)
                 elif 0 <= position < len(args) and not any(type(a) is tuple and a[:1] == ("star",)
                                                            for a in args[:position + 1]):
-                    out |= self._arg(args, position, scope)
+                    passed = self._arg(args, position, scope)
+                out |= passed
+                if by_caller is not None:
+                    by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
             finally:
                 self._passing.discard((call, scope[:2]))
-        return out
+        return out if matched <= _MAX_CALL_SITES else set()
 
     def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
         """Every call with arguments recorded, with the scope it is made in, by its callee's last

@@ -29,7 +29,7 @@ from typing import Any, Mapping, Sequence
 from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
 from graphlint.callgraph.calls import last_name
-from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
+from graphlint.callgraph.values import BUILTIN, CLS, DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
@@ -178,7 +178,7 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
                     targets = _passed_callables(project, key)
                 if targets:
                     site_roots.extend(targets)
-                elif not values or any(v[0] != EXT for v in values):
+                elif not values or any(v[0] not in (EXT, BUILTIN) for v in values):  # `range(n)` is no callee
                     blind = True
                     text = _text(expr)
                     missing.append(text)
@@ -221,6 +221,37 @@ def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) ->
                 if value[0] in (FN, INST):
                     found.extend(project.call_targets(frozenset({value})))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+
+
+def _passing_files(project: Project, keys: Sequence[tuple[str, str]]) -> set[str]:
+    """The files that call the capturing functions `keys`, or construct the class that owns one
+    (a wrapper that captures the callable it was given)."""
+    files: set[str] = set()
+    for key in keys:
+        owner = project.functions.get(key, {}).get("class")
+        wanted = {(FN, key)} | ({(CLS, (key[0], owner))} if owner else set())
+        for name in {key[1].rsplit(".", 1)[-1]} | ({owner.rsplit(".", 1)[-1]} if owner else set()):
+            for call, scope in project.call_sites(name):
+                values = project.eval(call[1], scope)
+                if {(v[0], v[1]) for v in values} & wanted or key in {t[1] for t in project.call_targets(values)}:
+                    files.add(scope[0])
+    return files
+
+
+def _passed_by_reached(project: Project, key: tuple[str, str], param: str, callers: set,
+                       targets: list[tuple]) -> list[tuple]:
+    """A call of the parameter `param` of `key` runs what the callers that reached `key` pass
+    (`_apply(fn)` called from the captured step with one closure and from set-up with others
+    runs the step's closure only); all of `targets` when no reached caller says."""
+    function = project.functions[key]
+    index = next(i for i, (p, _) in enumerate(function["params"]) if p.lstrip("*") == param)
+    by_caller: dict = {}
+    project.passed_arguments(key[0], key[1], index, param, by_caller)
+    passed = set().union(*(by_caller.get(c, set()) for c in callers)) if callers else set()
+    chosen = project.call_targets(frozenset(passed)) if passed else []
+    chosen_keys = {t[1] for t in chosen}
+    kept = [t for t in targets if t[1] in chosen_keys]
+    return kept or targets
 
 
 # How many callers up a step handed from parameter to parameter is followed.
@@ -322,7 +353,10 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     else:
         # A capture site speaks for the code its file can reach, not for a whole tree of
         # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
-        covered = _import_closure(project, {key[0] for key, *_ in sites})
+        # The files that hand the step to a capturing function or class (`CUDAGraphed(self.encoder)`,
+        # `capture(self.forward_decode)`) and the captured functions' own files belong to it too.
+        involved = {key[0] for key, *_ in sites} | {target[1][0] for *_, site_roots, _ in sites for target in site_roots}
+        covered = _import_closure(project, involved | _passing_files(project, [key for key, *_ in sites]))
         fallback = _forward_roots(project, covered)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
@@ -338,6 +372,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     parent: dict[tuple[str, str], tuple[str, str] | None] = {}
     seen_contexts: set[tuple] = set()
     candidate_edges: dict[tuple[str, str], str] = {}  # function -> the call it is a candidate of
+    reached_from: dict[tuple[str, str], set] = {}  # function -> the functions that reached it
+    calls_a_parameter: set[tuple[str, str]] = set()  # functions that call a callable parameter
     eager_seeds: list[tuple] = []
 
     def chain(key: tuple[str, str]) -> tuple[str, ...]:
@@ -376,7 +412,12 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
                 graph.order.append(key)
             region[key], parent[key], reasons[key] = wanted, via, reason
         context = (key, target[2], wanted)
-        if context not in seen_contexts:
+        new_passer = via is not None and key in calls_a_parameter and via not in reached_from.get(key, ())
+        if via is not None:
+            reached_from.setdefault(key, set()).add(via)
+        if context not in seen_contexts or new_passer:
+            # A function that calls a callable it was given is walked again for each new caller:
+            # what it runs depends on what that caller passes.
             seen_contexts.add(context)
             queue.append((target, wanted, reasons[key]))
 
@@ -388,6 +429,9 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             callees = graph.edges.setdefault(key, [])
             for call in project.functions[key]["calls"]:
                 targets, candidates = _callees(project, call, scope, key, names, unresolved, graph)
+                if targets and _is_parameter(project, key, call[1]):
+                    calls_a_parameter.add(key)
+                    targets = _passed_by_reached(project, key, call[1], reached_from.get(key, set()), targets)
                 for callee in candidates:
                     if callee[1] not in region:
                         candidate_edges.setdefault(callee[1], _text(call[1]))

@@ -165,6 +165,7 @@ class Project(CallResults):
                     self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
                 if "replays" in data:
                     self.functions[(path, qualname)]["replays"] = data["replays"]
+        self._add_folder_roots()
         self.project_tops = {name.split(".")[0] for name in [*self.modules, *self.skipped]}
         self._memo: dict[tuple, frozenset] = {}
         self._active: set[tuple] = set()
@@ -175,6 +176,26 @@ class Project(CallResults):
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
+
+    def _add_folder_roots(self) -> None:
+        """Any folder above a linted file may be where the project puts its code on sys.path
+        (`python/minisgl/core.py` imported as `minisgl.core`, with no `__init__.py` in either
+        folder): each dotted tail of a file's path-based name is its module too, where only one
+        linted file has that tail, no module has that name already, and no folder it leaves out
+        holds linted modules itself."""
+        tails: dict[str, list[str]] = {}
+        # A folder that holds linted modules itself is code, not a place sys.path points at
+        # (`kernel/triton/moe.py` is not the module `triton.moe`).
+        code_folders = {dotted_name.rsplit(".", 1)[0] for dotted_name in self.alt_module_of.values() if "." in dotted_name}
+        for path, dotted_name in self.alt_module_of.items():
+            parts = dotted_name.split(".")
+            for start in range(1, len(parts) - 1):
+                if ".".join(parts[:start]) in code_folders:
+                    break
+                tails.setdefault(".".join(parts[start:]), []).append(path)
+        for tail, paths in tails.items():
+            if len(paths) == 1 and tail not in self.modules:
+                self.modules[tail] = paths[0]
 
     # ----- names ------------------------------------------------------------------------------
     def eval(self, expr: Any, scope: tuple) -> frozenset:
@@ -275,10 +296,10 @@ class Project(CallResults):
                 else:
                     declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
                         else set()
-                    if declared and not all(v[0] in (DYN, EXT) for v in declared):
+                    if declared and not all(_uninformative(v) for v in declared):
                         found |= declared
                     else:
-                        # Unannotated, or `Callable` / `nn.Module`: what the call sites pass.
+                        # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
                         passed = self.passed_arguments(path, qualname, index, param)
                         found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
@@ -522,6 +543,12 @@ class Project(CallResults):
                         for sub in subclasses:
                             found.extend(self._called(sub))
                 targets.extend(found)
+            elif tag == LIST:
+                # Only an `nn.Sequential` among the containers is called (a list or a
+                # ModuleList is not callable): it runs each element's forward, in order.
+                elements = {item for item in value[1] if item[0] != LIST}
+                elements |= {inner for item in value[1] if item[0] == DICT for inner in item[2]}
+                targets.extend(self.call_targets(frozenset(e for e in elements if e[0] != DICT)))
         # `values` is a set, iterated in an order that changes with the process's hash seed: in a
         # fixed order, the graph reaches each function along the same chain in every run.
         return sorted(dict.fromkeys(targets), key=lambda target: (target[1], target[2] or ()))
@@ -575,3 +602,17 @@ class Project(CallResults):
         if type(arg) is tuple and arg[0] == "star":
             return frozenset(self.element(self.eval(arg[1], scope)))
         return self.eval(arg, scope)
+
+
+def _uninformative(value: tuple) -> bool:
+    """A declared type that names no linted code: a library type, an unknown, or a container
+    of nothing known (`List[T]` with a type variable, `list[Any]`)."""
+    if value[0] in (DYN, EXT):
+        return True
+    if value[0] == LIST:
+        return all(_uninformative(v) for v in value[1])
+    if value[0] == TUPLE:  # (TUPLE, (part values, ...))
+        return all(_uninformative(v) for part in value[1] for v in part)
+    if value[0] == DICT:
+        return all(_uninformative(v) for v in value[2])
+    return False

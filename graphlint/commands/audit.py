@@ -52,7 +52,7 @@ def audit_command(paths: tuple[str, ...], entry_points: tuple[str, ...], eager: 
     """
     import dataclasses
 
-    from graphlint.audit import AuditError, run as run_audit
+    from graphlint.region_audit import AuditError, run as run_audit
 
     config = load_config(config_file)
     changes: dict[str, Any] = {}

@@ -28,11 +28,11 @@ def baseline_group() -> None:
 def baseline_write(paths: tuple[str, ...], output: str, select: tuple[str, ...], ignore: tuple[str, ...],
                    config_file: str | None, jobs: int | None, no_cache: bool) -> None:
     """Check PATHS as `check` does and record every unsuppressed finding in the baseline file."""
-    from graphlint.gating import baseline
+    from graphlint.gating import accepted_findings
 
     config = load_config(config_file)
     _, static = static_check(paths, config, select, ignore, jobs, no_cache, None)
-    written = baseline.Baseline.from_findings(static.findings)
+    written = accepted_findings.Baseline.from_findings(static.findings)
     write_output(output, written.to_json(__version__), [config.root / name for name in static.files])
     click.echo(f"graphlint: wrote {output} ({len(written.entries)} findings in {len(static.files)} files)", err=True)
 

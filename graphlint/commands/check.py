@@ -121,7 +121,7 @@ def run_check(paths: tuple[str, ...], options: dict[str, Any]) -> int:
         render_report(report, options["fmt"], options["output"], config.root, quiet=quiet,
                       show_suppressed=options["show_suppressed"], color=COLOR[options["color"]], sources=sources)
     if outcome is not None and not quiet:
-        from graphlint.gating.baseline import describe
+        from graphlint.gating.accepted_findings import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
     return exit_code(report, options["fail_on"], options["exit_zero"])
@@ -135,8 +135,8 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
              "module:callable, or --runtime-target default for the bundled DSV4 demo step")
     try:  # torch missing: the same hint as `graphlint runtime`, before anything runs
         import torch  # noqa: F401
-        from graphlint.runtime.command import run_harness, runtime_progress
-        from graphlint.runtime.targets import DEFAULT_TARGET, UsageError
+        from graphlint.commands.runtime import run_harness, runtime_progress
+        from graphlint.runtime.targets.loader import DEFAULT_TARGET, UsageError
     except ImportError as error:
         fail(f"the runtime harness needs torch ({error}); {RUNTIME_HINT}")
     if target in ("default", "graph-safe", "graph_safe"):
@@ -145,7 +145,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
         with runtime_progress(target, options["quiet"]):
             report.runtime = run_harness(target, None, None)
         if options["runtime_compile"]:
-            from graphlint.runtime.compile_report import run_phase
+            from graphlint.runtime.torch_compile.compile_report import run_phase
 
             run_phase(report.runtime)
     except UsageError as error:  # a target that cannot be loaded: exit 2, the static half still reported

@@ -24,7 +24,7 @@ from graphlint.views.output import render_report
 def gate(report_file: str, baseline_file: str | None, fmt: str, output: str | None, quiet: bool,
          exit_zero: bool) -> None:
     """Pass (exit 0) or fail (exit 1) on a report written earlier; exit 2 if it cannot be read."""
-    from graphlint.gating import gate as gating
+    from graphlint.gating import verdict as gating
 
     try:
         report = gating.load_report(report_file)
@@ -37,7 +37,7 @@ def gate(report_file: str, baseline_file: str | None, fmt: str, output: str | No
         outcome = apply_baseline(report.static, baseline_file, root)
     render_report(report, fmt, output, root, quiet=quiet)
     if outcome is not None and not quiet:
-        from graphlint.gating.baseline import describe
+        from graphlint.gating.accepted_findings import describe
 
         click.echo("\n".join(describe(outcome)), err=True)
     sys.exit(gating.PASS if exit_zero else gating.verdict(report))

@@ -35,7 +35,7 @@ def explain(rule: str) -> None:
         return
     found = None if rule.startswith("runtime/") else BY_CODE.get(rule.upper()) or BY_NAME.get(rule)
     if found is None:
-        from graphlint.runtime.kinds import explain as explain_kind
+        from graphlint.runtime.tracing.kinds import explain as explain_kind
 
         kind = explain_kind(rule)
         if kind is not None:  # a runtime event or replay hazard kind
@@ -52,7 +52,7 @@ def explain(rule: str) -> None:
 
 def _list_runtime_kinds() -> None:
     """Every runtime event and replay hazard kind: name, source, rule family, what it is."""
-    from graphlint.runtime.kinds import KINDS
+    from graphlint.runtime.tracing.kinds import KINDS
 
     width = max(len(name) for name in KINDS)
     click.echo("Runtime kinds (`graphlint explain runtime/KIND` for one):\n")

@@ -109,12 +109,12 @@ def stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str]
 
 
 def apply_baseline(static, baseline_file: str, root: Path):
-    from graphlint.gating import baseline
+    from graphlint.gating import accepted_findings
 
     try:
-        known = baseline.load(baseline_file)
-    except baseline.BaselineError as error:
+        known = accepted_findings.load(baseline_file)
+    except accepted_findings.BaselineError as error:
         fail(str(error))
         raise  # unreachable
-    return baseline.apply(static, known, root)
+    return accepted_findings.apply(static, known, root)
 

@@ -1,5 +1,5 @@
 """Interprocedural rounds of the static check: after every file is analysed on its own (cached
-by content), join the summaries over the project (graphlint.callgraph.summaries) and analyse
+by content), join the summaries over the project (graphlint.callgraph.project_summaries) and analyse
 again only the files the rest of the code says something new about, with those facts. A
 re-analysis is cached by the file's content key plus the facts it consumed, so a warm run
 reads every round from the cache and stays as fast as before.
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from graphlint.callgraph.summaries import solve
+from graphlint.callgraph.project_summaries import solve
 from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
 from graphlint.engine.cache import Cache
 from graphlint.engine.pool import gc_paused, supervise

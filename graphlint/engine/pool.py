@@ -145,12 +145,16 @@ _PARALLEL_MIN_BYTES = 200_000
 @contextmanager
 def gc_paused() -> Iterator[None]:
     """Cached results and findings are many small containers without cycles: collecting
-    while they are built only rescans them (a third of a warm run)."""
+    while they are built, or after, only rescans them (a third of a warm run)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
+        # What was built stays alive to the end of the run: moved to the permanent generation,
+        # the next collection does not scan it again (that scan was a sixth of a warm run).
+        # Reference counting still frees it, and nothing built here holds a cycle.
+        gc.freeze()
         if was_enabled:
             gc.enable()
 

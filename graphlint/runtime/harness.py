@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from graphlint.runtime import record, targets
-from graphlint.runtime.targets import TargetError, UnsupportedTarget, UsageError
-from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
+from graphlint.runtime.tracing import record
+from graphlint.runtime.targets import loader
+from graphlint.runtime.targets.loader import TargetError, UnsupportedTarget, UsageError
+from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 
 PHASES = ("sync", "allocation", "capture", "replay", "bench")
 # The device runners' own step names (result["phase_errors"]) behind each phase.
@@ -88,8 +89,8 @@ def run_harness(
     if step_timeout is not None and step_timeout < 0:
         raise UsageError(f"--timeout {step_timeout:g}: expected a number of seconds >= 0")
     started = time.perf_counter()
-    spec = targets.resolve_spec(target)
-    opts = {**targets.default_options(spec), **(options or {})}
+    spec = loader.resolve_spec(target)
+    opts = {**loader.default_options(spec), **(options or {})}
     cuda_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
     device_list = resolve_devices(devices, cuda_count)
     mode = "cpu-emulation" if device_list == ["cpu"] else "cuda"
@@ -99,14 +100,14 @@ def run_harness(
         for d in device_list
     ]
     if mode == "cpu-emulation" and not isolate:
-        from graphlint.runtime import cpu_run
+        from graphlint.runtime.emulation import cpu_run
 
         try:
             results = [cpu_run.run(specs[0])]
         except TargetError as exc:  # as a worker reports it: classified below
             results = [{"device": "cpu", "error": {"phase": "build", "error": str(exc), "target_error": True}}]
     else:
-        from graphlint.runtime import worker
+        from graphlint.runtime.isolation import worker
 
         results = worker.run_isolated(specs, step_timeout_s=step_timeout)
     build_errors = [r["error"]["error"] for r in results if (r.get("error") or {}).get("target_error")]
@@ -114,7 +115,7 @@ def run_harness(
         unsupported = build_errors[0].startswith(UnsupportedTarget.PREFIX)
         raise (UnsupportedTarget if unsupported else TargetError)(build_errors[0])
     runtime = merge(results, mode=mode, devices=device_list, bench=bench)
-    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.record)
+    runtime["functions"] = record.merge(results)  # what the traced steps ran (graphlint.runtime.tracing.record)
     runtime["torch"] = torch.__version__
     runtime["target"] = {"spec": spec, "options": opts, "entry": next((r["entry"] for r in results if r.get("entry")), None)}
     features = next((r["features"] for r in results if r.get("features")), None)

@@ -18,7 +18,7 @@ from graphlint.callgraph.graph import EntryPointError
 from graphlint.callgraph.recorded import function_spans
 from graphlint.callgraph.regions import CAPTURED, module_name
 from graphlint.report import StaticResult
-from graphlint.runtime import record
+from graphlint.runtime.tracing import record
 
 
 def target_files(runtime: dict, root: Path) -> list[str]:
@@ -161,7 +161,7 @@ def lint_and_join(runtime: dict, config: Config, gate_third_party: bool = False,
     """The static half of `runtime --lint` (third-party section included) and the cross-check.
     `checked`: a static result of the project made before (`check --runtime`); its findings are
     joined too, and the regions of the files the step never ran are its."""
-    from graphlint.runtime import crosscheck
+    from graphlint import crosscheck
 
     root = config.root.resolve()
     static = lint(runtime, config, jobs=jobs, cache_dir=cache_dir)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from graphlint.audit import CAPTURABLE, AuditResult
+from graphlint.region_audit import CAPTURABLE, AuditResult
 
 _STYLE = {CAPTURABLE: "green", "eager": "cyan", "host": "dim", "allocates": "yellow", "capture-hygiene": "yellow"}
 

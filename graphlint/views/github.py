@@ -10,7 +10,7 @@ in the report are annotated too.
 from __future__ import annotations
 
 from graphlint.report import Report
-from graphlint.runtime.crosscheck import confirmation, describe, marks
+from graphlint.crosscheck import confirmation, describe, marks
 from graphlint.views.sarif import located_runtime_events
 
 

@@ -11,15 +11,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from graphlint.gating.baseline import BASELINE_REASON
+from graphlint.gating.accepted_findings import BASELINE_REASON
 from graphlint.report import Finding, Report
-from graphlint.runtime.crosscheck import confirmation, describe, marks
+from graphlint.crosscheck import confirmation, describe, marks
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 FINGERPRINT_KEY = "graphlintFingerprint/v1"
 SRCROOT = "%SRCROOT%"
 
-# The runtime harness's event kinds (graphlint/runtime/catalog.py), as rules a result can cite.
+# The runtime harness's event kinds (graphlint/runtime/tracing/op_catalog.py), as rules a result can cite.
 RUNTIME_KINDS = {
     "sync": "a synchronisation inside the step: the host waits for the device, and capture fails",
     "host-read": "a device value read on the host (.item(), bool(), `if tensor:`): a sync, and an error "

@@ -17,7 +17,7 @@ from rich.markup import escape
 
 from graphlint.analysis.source import SourceError, decode, read_source, split_lines
 from graphlint.report import Finding, Report
-from graphlint.runtime.crosscheck import confirmation, describe, marks
+from graphlint.crosscheck import confirmation, describe, marks
 
 TAB_SIZE = 4  # tabs in shown source lines expand to this many columns (ruff's default indent width)
 # A longer source line is shown as a window around the flagged range.
@@ -172,7 +172,7 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
             for (code, name), count in sorted(counts.items()):
                 console.print(f"{count:>6}  {code}  {name}")
     if report.runtime is not None and not quiet:  # -q: the summary line only, as for the static half
-        from graphlint.runtime.render import render_runtime
+        from graphlint.views.runtime_text import render_runtime
 
         render_runtime(report.runtime, console)
     if report.crosscheck is not None:

@@ -10,8 +10,9 @@ import pytest
 from click.testing import CliRunner
 
 from graphlint.config import load
-from graphlint.runtime import crosscheck, lint_target
-from graphlint.runtime.command import runtime_command
+from graphlint import crosscheck
+from graphlint.runtime import lint_target
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import marked_line, target

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from graphlint.analysis import catalog as data_catalog
-from graphlint.runtime import catalog, hazards
+from graphlint.runtime.tracing import hazards, op_catalog
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import marked_line, target
@@ -25,7 +25,7 @@ def test_every_entry_is_complete_and_names_where_it_was_seen():
     entries = data_catalog.cuda_sync_ops()
     assert [e.op for e in entries][0] == "aten._grouped_mm"
     for entry in entries:
-        assert entry.op.startswith("aten.") and entry.kind in catalog.KINDS
+        assert entry.op.startswith("aten.") and entry.kind in op_catalog.KINDS
         assert entry.reason and entry.fix and entry.torch and entry.device and entry.python
         assert entry.seen_on == f"seen on {entry.device}, torch {entry.torch}"
     grouped = entries[0]
@@ -42,7 +42,7 @@ def test_the_python_names_exist_in_this_torch():
 
 
 def test_the_runtime_catalog_carries_the_entries():
-    rules = catalog.OP_RULES_BY_NAME["aten._grouped_mm"]
+    rules = op_catalog.OP_RULES_BY_NAME["aten._grouped_mm"]
     assert [(r.kind, r.when, r.dtypes) for r in rules] == [("sync", "dtype", ("float32", "float16"))]
     assert "seen on NVIDIA H200, torch 2.11" in rules[0].reason
 
@@ -74,20 +74,20 @@ def test_a_plain_mm_step_is_not_flagged():
     assert runtime["sync_events"] == []
 
 
-@pytest.mark.parametrize("kind", catalog.KINDS)
+@pytest.mark.parametrize("kind", op_catalog.KINDS)
 def test_every_event_kind_has_an_explanation_and_a_fix(kind):
-    explained = catalog.explain(kind, "unknown")
-    assert explained["explanation"] == catalog.KIND_EXPLANATION[kind]
-    assert explained["fix"] == catalog.KIND_FIX[kind]
+    explained = op_catalog.explain(kind, "unknown")
+    assert explained["explanation"] == op_catalog.KIND_EXPLANATION[kind]
+    assert explained["fix"] == op_catalog.KIND_FIX[kind]
 
 
 def test_every_catalog_entry_explains_its_events():
-    names = [(r.kind, f"{r.op}.default") for r in catalog.OP_RULES] + [(r.kind, r.name) for r in catalog.PY_RULES]
-    names += [("sync", dotted) for dotted, _reason, _checked in catalog.SYNC_CALLS]
+    names = [(r.kind, f"{r.op}.default") for r in op_catalog.OP_RULES] + [(r.kind, r.name) for r in op_catalog.PY_RULES]
+    names += [("sync", dotted) for dotted, _reason, _checked in op_catalog.SYNC_CALLS]
     for kind, op in names:
-        explained = catalog.explain(kind, op)
+        explained = op_catalog.explain(kind, op)
         assert explained["explanation"] and explained["fix"], op
-    assert catalog.explain("dynamic-shape", "aten.nonzero.default")["fix"].startswith("torch.nonzero_static")
+    assert op_catalog.explain("dynamic-shape", "aten.nonzero.default")["fix"].startswith("torch.nonzero_static")
 
 
 def test_every_hazard_has_an_explanation_and_a_fix():
@@ -100,13 +100,13 @@ def test_every_hazard_has_an_explanation_and_a_fix():
 def test_capture_errors_are_explained():
     message = ("Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is "
                "pinned. Please pin the CPU tensor.")
-    named = catalog.explain_capture_error(message, "aten._grouped_mm.default")
+    named = op_catalog.explain_capture_error(message, "aten._grouped_mm.default")
     assert named["explanation"].startswith("aten._grouped_mm: grouped_mm on float32 or float16 inputs synchronizes")
     assert "batched_mm" in named["fix"]
-    generic = catalog.explain_capture_error(message, "aten.copy_.default")
+    generic = op_catalog.explain_capture_error(message, "aten.copy_.default")
     assert "pageable host memory" in generic["explanation"]
-    assert catalog.explain_capture_error("called a synchronizing CUDA operation")["fix"] == catalog.KIND_FIX["sync"]
-    assert catalog.explain_capture_error("something else entirely") is None
+    assert op_catalog.explain_capture_error("called a synchronizing CUDA operation")["fix"] == op_catalog.KIND_FIX["sync"]
+    assert op_catalog.explain_capture_error("something else entirely") is None
 
 
 def test_the_static_check_flags_grouped_mm_in_transformers(tmp_path):
@@ -136,17 +136,17 @@ def test_the_static_check_flags_grouped_mm_in_transformers(tmp_path):
 
 
 def test_a_capture_failure_takes_the_fix_of_its_cause():
-    from graphlint.runtime.cuda_run import _explain_capture
+    from graphlint.runtime.cuda.cuda_run import _explain_capture
 
     event = {"op": "aten.nonzero.default", "kind": "dynamic-shape", "path": "m.py", "line": 3, "function": "f",
-             **catalog.explain("dynamic-shape", "aten.nonzero.default")}
+             **op_catalog.explain("dynamic-shape", "aten.nonzero.default")}
     assert _explain_capture("RuntimeError: called a synchronizing CUDA operation", event)["fix"].startswith(
         "torch.nonzero_static")
     unknown = {"op": "unknown", "kind": "capture-error", "path": "m.py", "line": 3, "function": "f",
-               **catalog.explain("sync", "unknown")}
+               **op_catalog.explain("sync", "unknown")}
     copy_error = "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned"
     assert "pageable host memory" in _explain_capture(copy_error, unknown)["explanation"]
-    assert _explain_capture("an unheard-of error", unknown)["fix"] == catalog.KIND_FIX["sync"]
+    assert _explain_capture("an unheard-of error", unknown)["fix"] == op_catalog.KIND_FIX["sync"]
     assert _explain_capture("an unheard-of error", None) == {}
 
 
@@ -166,7 +166,7 @@ def test_the_emulation_agrees_with_the_h200_probe():
     import sys
     from pathlib import Path
 
-    from graphlint.runtime.intercept import Interceptor
+    from graphlint.runtime.tracing.intercept import Interceptor
 
     repo = Path(__file__).resolve().parents[2]
     recorded = json.loads((repo / "tests" / "data" / "h200_sync_probe.json").read_text())

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint.audit import is_recorded_root
+from graphlint.region_audit import is_recorded_root
 from graphlint.callgraph import recorded
 from graphlint.config import Config, load
 from graphlint.engine import check
 from graphlint.report import Report
-from graphlint.runtime import lint_target, record
-from graphlint.runtime.command import runtime_command
+from graphlint.runtime import lint_target
+from graphlint.runtime.tracing import record
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import REPO, target

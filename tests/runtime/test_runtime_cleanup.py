@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import time
 
-from graphlint.runtime import worker
+from graphlint.runtime.isolation import worker
 
 from runtime_helpers import target
 
@@ -66,7 +66,7 @@ def _workers_of(parent: int) -> list[tuple[int, list[str]]]:
                 argv = [part.decode() for part in handle.read().split(b"\0") if part]
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == parent and "graphlint.runtime.worker" in argv:
+        if ppid == parent and "graphlint.runtime.isolation.worker" in argv:
             found.append((int(entry), argv))
     return found
 
@@ -87,7 +87,7 @@ def test_a_killed_graphlint_takes_its_worker_and_temporary_folder_with_it():
             time.sleep(0.2)
             workers = _workers_of(run.pid)
         [(pid, argv)] = workers
-        folder = Path(argv[argv.index("graphlint.runtime.worker") + 1]).parent
+        folder = Path(argv[argv.index("graphlint.runtime.isolation.worker") + 1]).parent
         assert folder.is_dir() and folder.name.startswith("graphlint-runtime-")
         os.kill(run.pid, signal.SIGKILL)  # no finally, no atexit: the worker must see it itself
         run.wait(timeout=10)

@@ -5,7 +5,7 @@ import json
 
 from click.testing import CliRunner
 
-from graphlint.runtime.command import runtime_command
+from graphlint.commands.runtime import runtime_command
 
 from runtime_helpers import marked_line, target
 

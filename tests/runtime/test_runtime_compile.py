@@ -10,8 +10,8 @@ import pytest
 import torch
 from click.testing import CliRunner
 
-from graphlint.runtime import compile_report, compile_run
-from graphlint.runtime.command import runtime_command
+from graphlint.runtime.torch_compile import compile_report, compile_run, selection_ties
+from graphlint.commands.runtime import runtime_command
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import marked_line, target
@@ -98,6 +98,85 @@ def test_outputs_that_differ_from_eager_fail():
     rows = logits_and_token["per_output"]
     assert [r["dtype"] for r in rows] == ["float32", "int64"] and rows[0]["max_abs_diff"] == pytest.approx(5e-3)
     assert not compile_run.compare([[torch.ones(3)]], [[torch.ones(3) + 5e-3]], 0.0, 0.0)["match"]  # fp32 step
+
+
+
+def _choices(step, *inputs):
+    """The nearest tie SelectionTies records over one eager step that routes `inputs` (topk 2 and argmax)."""
+    ties = selection_ties.SelectionTies(half=True, limit=float("inf"))
+    ties.next_step()
+    with ties:
+        for x in inputs:
+            step(x)
+    return ties.steps[-1][0] if ties.steps[-1] else None
+
+
+def test_a_choice_between_values_closer_than_rounding_is_a_near_tie_at_its_line():
+    def route(x):
+        return x.topk(2, dim=-1), x.argmax(dim=-1)  # the choices, at this line
+
+    line = route.__code__.co_firstlineno + 1
+    eps = torch.finfo(torch.bfloat16).eps
+    near = _choices(route, torch.tensor([[4.0, 3.0, 1.0, -5.0], [1.0, 0.9, 0.9 - 0.5 * eps, -5.0]]))
+    assert near["op"] == "topk" and near["margin"] == pytest.approx(0.5 / 5.0, rel=1e-3) and near["row"] == 1
+    assert near["path"].endswith("test_runtime_compile.py") and near["line"] == line
+    far = _choices(route, torch.tensor([[4.0, 3.0, 1.0, -5.0]]))
+    assert far["op"] == "argmax" and far["margin"] == pytest.approx(1.0 / (eps * 5.0))
+    # No choice: all of the dimension chosen, or a tie among masked -inf entries only.
+    assert _choices(lambda x: x.topk(3), torch.tensor([1.0, 1.0, 1.0])) is None
+    assert _choices(lambda x: x.topk(2), torch.tensor([3.0, float("-inf"), float("-inf")])) is None
+
+
+class NearTieRouter:
+    """A step whose output is the slots its topk chooses; slots 1 and 2 are within rounding of a tie."""
+
+    max_steps = 3
+
+    def __init__(self):
+        self.scores = torch.tensor([[1.0, 0.9, 0.9 - 1e-4, -5.0]])
+
+    def reset(self):
+        pass
+
+    def prepare(self, step):
+        pass
+
+    def step(self):
+        return (self.scores.topk(2, dim=-1).indices.float(),)  # PLANTED: choice
+
+
+def _like_with_like(compiled, atol=0.0):
+    router = NearTieRouter()
+    ties = selection_ties.SelectionTies(True, compile_run.TOLERANCE_ULPS)
+    eager = []
+    for _ in range(3):
+        ties.next_step()
+        with ties:
+            eager.append(list(router.step()))
+    return compile_run._compare_like_with_like(router, eager, compiled, ties.steps, atol, 0.0, True)
+
+
+def test_a_step_that_differs_by_a_flipped_near_tie_choice_matches_the_eager_rerun_that_chose_alike():
+    chose, flipped, other = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 2.0]]), torch.tensor([[0.0, 3.0]])
+    result = _like_with_like([[chose], [flipped], [chose]])
+    assert result["match"] and result["per_output"][0]["choice_flips"] == 1
+    (flip,) = result["choice_flips"]
+    assert (flip["step"], flip["op"], flip["outputs"]) == (1, "topk", [0]) and flip["margin"] < 1
+    assert (flip["path"], flip["line"]) == (marked_line_here("choice"))
+    assert result["max_abs_diff"] == 1.0  # the difference is still reported
+    # A difference no flipped choice explains, or a tolerance given by the user: a mismatch.
+    assert not _like_with_like([[chose], [other], [chose]])["match"]
+    assert not _like_with_like([[chose], [flipped], [chose]], atol=0.5)["match"]
+
+
+def marked_line_here(marker: str) -> tuple[str, int]:
+    from pathlib import Path
+
+    path = Path(__file__)
+    for number, text in enumerate(path.read_text().splitlines(), start=1):
+        if text.rstrip().endswith(f"# PLANTED: {marker}"):
+            return path.relative_to(path.parents[2]).as_posix(), number
+    raise AssertionError(marker)
 
 
 # torch's messages, copied from torch 2.11 (H200) and 2.13 (CPU) runs: the parsers' specification.
@@ -244,3 +323,75 @@ def test_every_sync_of_the_reference_port_is_named_by_torch_compile_at_its_line(
     assert item["path"] == "dsv4_model/reference.py"
     # The rest (replay hazards) are each named or carry the reason none is.
     assert all(r["named_by"] or r["why_not"] for r in part["cross_check"])
+
+
+def mutated_non_static_inputs(spec: str, steps: int = 2) -> list[int]:
+    """Per Inductor graph of the compiled step, how many graph inputs it writes that Inductor does not
+    treat as static: on CUDA those make it skip CUDA graphs ("mutated inputs"). Read on the CPU from
+    the compiled graph's own record (torch._inductor.output_code.CompiledFxGraph, torch 2.13), with
+    the on-disk caches off so every graph is built here."""
+    import inspect
+
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    from torch._inductor import output_code
+
+    from graphlint.runtime.targets import loader as targets
+
+    counts: list[int] = []
+    original = output_code.CompiledFxGraph.__init__
+    signature = inspect.signature(original)
+
+    def recording(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        bound = signature.bind(self, *args, **kwargs).arguments
+        static = set(bound["static_input_idxs"] or ())
+        counts.append(len([i for i in bound["graph"].mutated_input_idxs if i not in static]))
+
+    step_target = targets.build(targets.load_factory(spec), torch.device("cpu"), targets.default_options(spec))
+    torch._dynamo.reset()
+    output_code.CompiledFxGraph.__init__ = recording
+    try:
+        with inductor_config.patch(fx_graph_cache=False), functorch_config.patch(enable_autograd_cache=False), \
+                torch.no_grad():
+            compiled_step = torch.compile(step_target.step, mode="reduce-overhead")
+            step_target.reset()
+            for i in range(steps):
+                step_target.prepare(i)
+                compiled_step()
+    finally:
+        output_code.CompiledFxGraph.__init__ = original
+        torch._dynamo.reset()
+    return counts
+
+
+def test_buffers_on_a_plain_object_are_mutated_graph_inputs_and_module_buffers_are_static():
+    # The CPU reading of what the H200 showed: clean.py skipped CUDA graphs, clean_module.py recorded one.
+    assert mutated_non_static_inputs(target("clean")) == [2]
+    assert mutated_non_static_inputs(target("clean_module")) == [0]
+
+
+@pytest.mark.slow
+def test_bundled_graph_safe_step_writes_only_static_inputs_and_passes_compile_with_inductor():
+    # About 45 s (the first) and 70 s (the second) on two busy CPU cores: Inductor compiles the whole step.
+    assert mutated_non_static_inputs("dsv4_model.target:graph_safe") == [0]
+    # 20 steps: on the CPU (torch 2.13) Inductor flips a near-tie MoE expert choice at step 11.
+    runtime = run_harness("graph-safe", "cpu", 20, bench=False)
+    part = compile_report.run_phase(runtime, "inductor", 20, bench=False)["compile"]
+    assert part["findings"] == [] and part["counters"]["graphs"] == 1
+    outputs = part["outputs"]
+    assert part["verdict"] == "pass" and outputs["match"] and outputs["steps"] == 20
+    assert outputs["per_output"][0]["max_abs_diff"] > 0  # Inductor rounds differently from eager bf16
+    assert all(flip["path"].startswith("dsv4_model/") and flip["margin"] <= compile_run.TOLERANCE_ULPS
+               for flip in outputs["choice_flips"])
+
+
+@pytest.mark.cuda
+@pytest.mark.slow
+@needs_cuda
+def test_cuda_the_bundled_step_records_cuda_graphs_and_passes_compile():
+    runtime = run_harness("graph-safe", "cuda:0", None, bench=False)
+    part = compile_report.run_phase(runtime, "inductor", None, bench=False)["compile"]
+    assert part["cudagraphs"].startswith("captured") and not part["cudagraph_skips"], part["cudagraphs"]
+    assert part["verdict"] == "pass", part["outputs"]

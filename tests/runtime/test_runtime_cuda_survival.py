@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from graphlint.config import load
-from graphlint.runtime import crosscheck, lint_target
+from graphlint import crosscheck
+from graphlint.runtime import lint_target
 from graphlint.runtime.harness import run_harness
 
 from runtime_helpers import REPO, marked_line, target

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 import dsv4_model.target
-from graphlint.runtime.command import runtime_command
+from graphlint.commands.runtime import runtime_command
 
 REFERENCE = Path(dsv4_model.target.__file__).with_name("reference.py")
 STEPS = "4"  # crosses the first compressor boundary (t = 3 mod 4)

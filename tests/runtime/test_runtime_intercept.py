@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from graphlint.runtime.intercept import Interceptor, SyncStop
+from graphlint.runtime.tracing.intercept import Interceptor, SyncStop
 
 x = torch.linspace(-1, 1, 8)
 mask = x > 0

@@ -1,7 +1,8 @@
 """One subprocess per device: a worker that dies is reported and the others finish."""
 from __future__ import annotations
 
-from graphlint.runtime import harness, worker
+from graphlint.runtime import harness
+from graphlint.runtime.isolation import worker
 
 from runtime_helpers import target
 
@@ -29,3 +30,15 @@ def test_build_errors_in_a_worker_are_target_errors():
     spec["options"] = {"no_such_option": 1}
     (result,) = worker.run_isolated([spec])
     assert result["error"]["target_error"] is True
+
+
+def test_a_fault_dump_is_read_from_the_main_threads_block(tmp_path):
+    # A timeout signal may land on any thread: the block that runs the worker's main() is the
+    # step's, wherever faulthandler lists it.
+    from graphlint.runtime.isolation import guard
+
+    user = str(tmp_path / "model.py")
+    dump = (f'Thread 0x00007f01 (most recent call first):\n  File "{guard.__file__}", line 150 in watch\n\n'
+            f'Current thread 0x00007f02 (most recent call first):\n  File "{user}", line 7 in step\n'
+            f'  File "{worker.__file__}", line 80 in main\n')
+    assert guard.fault_stack(dump) == [{"path": guard.user_frames.relative_path(user), "line": 7, "function": "step"}]

@@ -4,12 +4,13 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from graphlint.cli import main
-from graphlint.runtime import catalog, crosscheck, hazards
-from graphlint.runtime.kinds import KINDS
+from graphlint.runtime.tracing import hazards, op_catalog
+from graphlint import crosscheck
+from graphlint.runtime.tracing.kinds import KINDS
 
 
 def test_every_event_and_hazard_kind_is_documented():
-    assert set(KINDS) == set(catalog.KINDS) | set(hazards.WHY)
+    assert set(KINDS) == set(op_catalog.KINDS) | set(hazards.WHY)
     for kind in KINDS.values():
         assert kind.what and kind.why and kind.example and kind.fix
         assert kind.family in crosscheck.FAMILY_NAMES

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from graphlint.cli import main
-from graphlint.runtime.command import runtime_command
+from graphlint.commands.runtime import runtime_command
 
 from runtime_helpers import marked_line, target
 

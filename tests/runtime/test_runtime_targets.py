@@ -3,23 +3,23 @@ from __future__ import annotations
 
 import pytest
 
-from graphlint.runtime import targets
+from graphlint.runtime.targets import loader
 from graphlint.runtime.harness import resolve_devices
-from graphlint.runtime.targets import TargetError, UsageError
+from graphlint.runtime.targets.loader import TargetError, UsageError
 
 from runtime_helpers import target
 
 
 def test_shorthands_and_default():
-    assert targets.resolve_spec(None) == "dsv4_model.target:graph_safe"
-    assert targets.resolve_spec("reference") == "dsv4_model.target:reference"
-    assert targets.resolve_spec("graph-safe") == "dsv4_model.target:graph_safe"
-    assert targets.resolve_spec("pkg.mod:make") == "pkg.mod:make"
+    assert loader.resolve_spec(None) == "dsv4_model.target:graph_safe"
+    assert loader.resolve_spec("reference") == "dsv4_model.target:reference"
+    assert loader.resolve_spec("graph-safe") == "dsv4_model.target:graph_safe"
+    assert loader.resolve_spec("pkg.mod:make") == "pkg.mod:make"
 
 
 def test_bundled_targets_get_the_tiny_options():
-    assert targets.default_options("dsv4_model.target:reference") == {"config": "tiny", "batch": 1, "seed": 0}
-    assert targets.default_options("mypkg:make") == {}
+    assert loader.default_options("dsv4_model.target:reference") == {"config": "tiny", "batch": 1, "seed": 0}
+    assert loader.default_options("mypkg:make") == {}
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -30,13 +30,13 @@ def test_bundled_targets_get_the_tiny_options():
     ("opt=none", ("opt", None)),
 ])
 def test_options_are_parsed(text, expected):
-    assert targets.parse_option(text) == expected
+    assert loader.parse_option(text) == expected
 
 
 @pytest.mark.parametrize("text", ["size", "=3", "two words=1"])
 def test_bad_options_are_usage_errors(text):
     with pytest.raises(UsageError):
-        targets.parse_option(text)
+        loader.parse_option(text)
 
 
 @pytest.mark.parametrize("spec, message", [
@@ -48,17 +48,17 @@ def test_bad_options_are_usage_errors(text):
 ])
 def test_load_failures_are_target_errors(spec, message):
     with pytest.raises(TargetError, match=message):
-        targets.load_factory(targets.resolve_spec(spec))
+        loader.load_factory(loader.resolve_spec(spec))
 
 
 def test_file_target_builds_and_follows_the_protocol():
-    factory = targets.load_factory(target("clean"))
+    factory = loader.load_factory(target("clean"))
     import torch
 
-    obj = targets.build(factory, torch.device("cpu"), {"size": 4})
+    obj = loader.build(factory, torch.device("cpu"), {"size": 4})
     assert obj.x.shape == (4,)
     with pytest.raises(TargetError, match="--option"):
-        targets.build(factory, torch.device("cpu"), {"no_such_option": 1})
+        loader.build(factory, torch.device("cpu"), {"no_such_option": 1})
 
 
 def test_device_resolution():

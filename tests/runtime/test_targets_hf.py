@@ -13,9 +13,9 @@ import torch  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from graphlint.cli import main  # noqa: E402
-from graphlint.runtime import targets, targets_hf  # noqa: E402
+from graphlint.runtime.targets import hf_target, loader  # noqa: E402
 from graphlint.runtime.harness import run_harness  # noqa: E402
-from graphlint.runtime.targets import TargetError  # noqa: E402
+from graphlint.runtime.targets.loader import TargetError  # noqa: E402
 
 TF_DIR = os.path.dirname(transformers.__file__)
 
@@ -43,16 +43,16 @@ def _sites(runtime: dict) -> list[tuple[str, str, str]]:
 
 
 def test_the_spelling_resolves_to_the_bundled_factory():
-    assert targets.resolve_spec("hf:llama") == "hf:llama"
-    assert targets.default_options("hf:llama") == {"model": "llama"}
-    assert targets.default_options("hf") == {}
-    assert targets.load_factory("hf:llama") is targets_hf.make
-    assert targets.load_factory("hf") is targets_hf.make
+    assert loader.resolve_spec("hf:llama") == "hf:llama"
+    assert loader.default_options("hf:llama") == {"model": "llama"}
+    assert loader.default_options("hf") == {}
+    assert loader.load_factory("hf:llama") is hf_target.make
+    assert loader.load_factory("hf") is hf_target.make
 
 
-@pytest.mark.parametrize("model", targets_hf.CHECKED)
+@pytest.mark.parametrize("model", hf_target.CHECKED)
 def test_every_checked_family_builds_and_steps(model):
-    step = targets_hf.make("cpu", model=model, cache_len=8)
+    step = hf_target.make("cpu", model=model, cache_len=8)
     step.reset()
     outs = []
     for i in range(3):
@@ -146,17 +146,17 @@ def test_gemma3_sliding_window_cache_is_not_graph_safe(runs):
 
 
 def test_a_config_file_and_a_checkpoint_folder(tmp_path):
-    config = targets_hf.load_config(transformers, "llama")
+    config = hf_target.load_config(transformers, "llama")
     config_file = tmp_path / "config.json"
     config_file.write_text(json.dumps(config.to_dict()))
-    from_file = targets_hf.make("cpu", model=str(config_file), cache_len=8)
+    from_file = hf_target.make("cpu", model=str(config_file), cache_len=8)
     assert type(from_file.model).__name__ == "LlamaForCausalLM"
 
     torch.manual_seed(3)
     saved = transformers.AutoModelForCausalLM.from_config(config).eval()
     saved.save_pretrained(tmp_path / "ckpt")
-    random_weights = targets_hf.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8)
-    loaded = targets_hf.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8, weights="checkpoint")
+    random_weights = hf_target.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8)
+    loaded = hf_target.make("cpu", model=str(tmp_path / "ckpt"), cache_len=8, weights="checkpoint")
     name = "model.embed_tokens.weight"
     assert torch.equal(loaded.model.state_dict()[name], saved.state_dict()[name])
     assert not torch.equal(random_weights.model.state_dict()[name], saved.state_dict()[name])
@@ -178,11 +178,11 @@ def test_bad_input_is_a_usage_error(argv, message):
 
 
 def test_without_transformers_the_message_says_what_to_install(monkeypatch):
-    real = targets.importlib.util.find_spec
-    monkeypatch.setattr(targets.importlib.util, "find_spec",
+    real = loader.importlib.util.find_spec
+    monkeypatch.setattr(loader.importlib.util, "find_spec",
                         lambda name, *a: None if name == "transformers" else real(name, *a))
     with pytest.raises(TargetError, match=r"pip install 'graphlint-cuda\[hf\]'"):
-        targets.load_factory("hf:llama")
+        loader.load_factory("hf:llama")
 
 
 def test_one_command_json_report(tmp_path):

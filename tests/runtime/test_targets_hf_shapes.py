@@ -10,9 +10,9 @@ import torch  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
 from graphlint.cli import main  # noqa: E402
-from graphlint.runtime import hf_configs, targets, targets_hf  # noqa: E402
+from graphlint.runtime.targets import hf_configs, hf_target, loader  # noqa: E402
 from graphlint.runtime.harness import run_harness  # noqa: E402
-from graphlint.runtime.targets import TargetError, UnsupportedTarget  # noqa: E402
+from graphlint.runtime.targets.loader import TargetError, UnsupportedTarget  # noqa: E402
 
 
 def _kinds(model_type: str):
@@ -31,7 +31,7 @@ def test_mla_dims_are_scaled_together_and_both_mlp_kinds_appear():
     assert config.num_key_value_heads == config.num_attention_heads  # MLA: one kv head per head
     assert config.kv_lora_rank < default.kv_lora_rank and config.q_lora_rank < default.q_lora_rank
     assert True in moe and False in moe  # first_k_dense_replace leaves a dense layer and an MoE one
-    step = targets_hf.make("cpu", model="deepseek_v3", cache_len=8, experts="batched_mm")
+    step = hf_target.make("cpu", model="deepseek_v3", cache_len=8, experts="batched_mm")
     step.reset()
     step.prepare(0)
     assert step.step().shape == (1, hf_configs.VOCAB)
@@ -62,11 +62,11 @@ def test_a_read_only_head_dim_is_not_set():
 
 
 def test_no_sdpa_falls_back_to_eager_and_says_so():
-    step = targets_hf.make("cpu", model="gemma2", cache_len=8)
+    step = hf_target.make("cpu", model="gemma2", cache_len=8)
     assert step.features["attn"] == "eager"
     assert "no sdpa support" in step.features["attn_fallback"]
     with pytest.raises(TargetError, match=r"--option attn=eager"):
-        targets_hf.make("cpu", model="gemma2", cache_len=8, attn="sdpa")
+        hf_target.make("cpu", model="gemma2", cache_len=8, attn="sdpa")
 
 
 def test_the_report_lists_what_the_config_exercises():
@@ -74,7 +74,7 @@ def test_the_report_lists_what_the_config_exercises():
     features = runtime["target"]["features"]
     assert features["moe_layers"] == 2 and features["window"] == hf_configs.WINDOW
     assert features["layer_kinds"] == {"sliding_attention": 1, "full_attention": 1}
-    assert features["prefill"] == targets_hf.PREFILL and features["attn"] == "eager"
+    assert features["prefill"] == hf_target.PREFILL and features["attn"] == "eager"
 
 
 def test_an_architecture_with_its_own_cache_is_unsupported():
@@ -85,7 +85,7 @@ def test_an_architecture_with_its_own_cache_is_unsupported():
 def test_experts_on_an_moe_without_switchable_implementations():
     with pytest.raises(ValueError, match=r"JetMoeForCausalLM has no experts implementations \(its MoE layers "
                                          r"run their own expert code"):
-        targets_hf.make("cpu", model="jetmoe", cache_len=8, experts="eager")
+        hf_target.make("cpu", model="jetmoe", cache_len=8, experts="eager")
 
 
 def test_a_model_that_cannot_be_built_is_an_error_with_its_location():
@@ -99,10 +99,10 @@ def test_a_type_error_inside_a_factory_is_not_blamed_on_options(tmp_path):
     source = tmp_path / "broken.py"
     source.write_text("def make(device):\n    return len(3)\n")
     with pytest.raises(TargetError) as raised:
-        targets.build(targets.load_factory(f"{source}:make"), torch.device("cpu"), {})
+        loader.build(loader.load_factory(f"{source}:make"), torch.device("cpu"), {})
     assert "check --option names" not in str(raised.value) and f"{source}:2" in str(raised.value)
     with pytest.raises(TargetError, match="check --option names"):
-        targets.build(targets.load_factory(f"{source}:make"), torch.device("cpu"), {"nope": 1})
+        loader.build(loader.load_factory(f"{source}:make"), torch.device("cpu"), {"nope": 1})
 
 
 def test_the_prefill_makes_the_first_step_a_decode_step():

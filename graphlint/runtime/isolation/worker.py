@@ -1,4 +1,5 @@
-"""One device per subprocess: `python -m graphlint.runtime.worker SPEC.json RESULT.json CLOCK FAULTS`.
+"""One device per subprocess:
+`python -m graphlint.runtime.isolation.worker SPEC.json RESULT.json CLOCK FAULTS`.
 
 The target runs here, never in graphlint's own process (CPU emulation and CUDA alike): a failed
 capture can leave a CUDA context unusable (sticky errors, RUNTIME_NOTES §2), and a target may exit,
@@ -42,7 +43,7 @@ def main(argv: list[str]) -> int:
     spec_path, result_path, clock_path, faults_path = argv
     faults = open(faults_path, "w", encoding="utf-8")
     faulthandler.enable(file=faults, all_threads=True)  # SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL
-    from graphlint.runtime import guard
+    from graphlint.runtime.isolation import guard
 
     faulthandler.register(guard.DUMP_SIGNAL, file=faults, all_threads=True)
     with open(spec_path, encoding="utf-8") as handle:
@@ -59,19 +60,19 @@ def main(argv: list[str]) -> int:
     parent = os.environ.get(PARENT_ENV, "")
     guard.watch_parent(os.path.dirname(os.path.abspath(spec_path)), kill_descendants,
                        int(parent) if parent.isdigit() else None)
-    from graphlint.runtime import targets
+    from graphlint.runtime.targets import loader
 
     watch = guard.Guard(guard.CallClock(clock_path))
-    load_factory = targets.load_factory
+    load_factory = loader.load_factory
     # The import of the target runs under the step timeout like every call into it.
-    targets.load_factory = lambda target: watch.call("import", load_factory, target)
+    loader.load_factory = lambda target: watch.call("import", load_factory, target)
     try:
         if spec["device"].startswith("cuda"):
-            from graphlint.runtime import cuda_run as runner
+            from graphlint.runtime.cuda import cuda_run as runner
         else:
-            from graphlint.runtime import cpu_run as runner
+            from graphlint.runtime.emulation import cpu_run as runner
         result = runner.run(spec, on_phase=report, guard=watch)
-    except targets.TargetError as exc:
+    except loader.TargetError as exc:
         result = {"device": spec["device"], "error": {"phase": "build", "error": str(exc), "target_error": True}}
     except Exception as exc:
         result = {"device": spec["device"],
@@ -162,9 +163,11 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
     `timeout_s` in all. Each result is what the worker last wrote, plus `error` when it ended
     abnormally, with the call in progress and the user's frames where they are known.
     """
-    from graphlint.runtime import guard
+    import graphlint
+    from graphlint.runtime.isolation import guard
 
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    # The folder graphlint is imported from goes first on the worker's path, so the worker runs this copy.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(graphlint.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, os.getcwd(), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -178,7 +181,7 @@ def run_isolated(specs: list[dict], timeout_s: float = WORKER_TIMEOUT_S,
                 clock = guard.CallClock(path("clock"), create=True)
                 log = open(path("log"), "w+", encoding="utf-8", errors="replace")
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "graphlint.runtime.worker", path("spec.json"), path("result.json"),
+                    [sys.executable, "-m", "graphlint.runtime.isolation.worker", path("spec.json"), path("result.json"),
                      path("clock"), path("faults")],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
                     start_new_session=True,  # its own group: what the target starts is ended with it
@@ -227,7 +230,7 @@ def _watch(workers: list[_Worker], timeout_s: float, step_timeout_s: float | Non
 
 def _stop(w: _Worker) -> None:
     """Ask for the worker's stack (faulthandler answers even while C code holds the GIL), then kill."""
-    from graphlint.runtime import guard
+    from graphlint.runtime.isolation import guard
 
     size = os.path.getsize(w.faults_path) if os.path.exists(w.faults_path) else 0
     try:
@@ -246,7 +249,7 @@ def _stop(w: _Worker) -> None:
 
 
 def _collect(w: _Worker, timeout_s: float) -> dict:
-    from graphlint.runtime import guard
+    from graphlint.runtime.isolation import guard
 
     spec, rc = w.spec, w.proc.returncode
     result: dict = {"device": spec["device"]}

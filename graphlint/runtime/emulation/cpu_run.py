@@ -13,10 +13,11 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import hazards, targets, tracing
-from graphlint.runtime.intercept import Interceptor
-from graphlint.runtime import record
-from graphlint.runtime.lines import LineRecorder
+from graphlint.runtime.tracing import hazards, traced_steps
+from graphlint.runtime.targets import loader
+from graphlint.runtime.tracing.intercept import Interceptor
+from graphlint.runtime.tracing import record
+from graphlint.runtime.tracing.lines import LineRecorder
 
 DEFAULT_STEPS = 8  # traced steps: crosses a compressor boundary (t = 3 mod 4) of the bundled model
 BENCH_STEPS = 10
@@ -26,7 +27,7 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
     """Run all phases on the CPU for `spec` (see harness.run_harness); returns the device result.
 
     `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
-    Raises targets.TargetError when the target cannot be imported or built.
+    Raises loader.TargetError when the target cannot be imported or built.
     """
     # A decode step's tensors are small: intra-op threads only contend (5-10x slower steps on a
     # busy 2-core machine), and the emulation needs no speed from them.
@@ -40,11 +41,11 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
 
 def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     device = torch.device("cpu")
-    factory = targets.load_factory(spec["target"])
-    target = targets.build(factory, device, spec["options"], guard=guard)
-    steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+    factory = loader.load_factory(spec["target"])
+    target = loader.build(factory, device, spec["options"], guard=guard)
+    steps = loader.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
     result: dict = {"device": str(device), "mode": "cpu-emulation", "steps": steps, "error": None, "timings": {},
-                    "entry": targets.describe(target),
+                    "entry": loader.describe(target),
                     "features": _features(target)}
     written = on_phase or (lambda _r: None)
 
@@ -66,7 +67,7 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
             call = "step"
             target.step()
     except Exception as exc:
-        result["error"] = {"phase": "warm-up", **tracing.step_error(0, exc, call=call)}
+        result["error"] = {"phase": "warm-up", **traced_steps.step_error(0, exc, call=call)}
         report(None)
         return result
     result["timings"]["warm-up"] = time.perf_counter() - started
@@ -75,18 +76,18 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     started = time.perf_counter()
     stop_first = spec.get("sync_mode") == "error"
     executed = LineRecorder()
-    traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True, stop_at_first=stop_first), steps,
-                                          lines=executed)
-    result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
+    interceptor = Interceptor(device, emulate=True, stop_at_first=stop_first)
+    traces, stopped = traced_steps.trace_steps(target, interceptor, steps, lines=executed)
+    result["sync"] = {"events": traced_steps.aggregate_events(traces), "steps_traced": len(traces), "stopped": stopped}
     result["executed"] = executed.as_report()
     result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
     if stop_first:
         # Error mode stops at the first event; the other phases need whole steps.
-        traces, stopped = tracing.trace_steps(target, Interceptor(device, emulate=True), steps)
+        traces, stopped = traced_steps.trace_steps(target, Interceptor(device, emulate=True), steps)
     result["timings"]["sync"] = time.perf_counter() - started
     report("allocation")
 
-    result["allocation"] = tracing.allocation_summary(traces)
+    result["allocation"] = traced_steps.allocation_summary(traces)
     found = hazards.compare(traces, target)
     result["hazards"] = found
     result["replay"] = {
@@ -98,8 +99,8 @@ def _run(spec: dict, on_phase: Callable[[dict], None] | None, guard) -> dict:
     returned = next((t.no_tensor for t in traces if t.error is None and t.no_tensor), None)
     if returned:
         result["replay"]["problems"] = [returned]
-    causes = [tracing.cause(e) for e in result["sync"]["events"]] + [
-        tracing.cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
+    causes = [traced_steps.cause(e) for e in result["sync"]["events"]] + [
+        traced_steps.cause(h, kind=h["hazard"]) for h in found if h["hazard"] == "other-device"
     ]
     result["capture"] = {
         "device": str(device),
@@ -134,7 +135,7 @@ def bench(target: Any, steps: int, device: torch.device) -> dict:
             target.step()
             times.append(time.perf_counter() - started)
     except Exception as exc:
-        return {"device": str(device), "error": tracing.step_error(len(times), exc, call=call)}
+        return {"device": str(device), "error": traced_steps.step_error(len(times), exc, call=call)}
     eager = statistics.median(times) * 1e3 if times else None
     return {"device": str(device), "eager_ms": eager, "replay_ms": None, "speedup": None, "samples": len(times),
             "note": "replay n/a without CUDA; eager on one intra-op thread"}

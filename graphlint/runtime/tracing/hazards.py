@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from graphlint.runtime import sources
-from graphlint.runtime.intercept import StepTrace
+from graphlint.runtime import user_frames
+from graphlint.runtime.tracing.intercept import StepTrace
 
 MAX_PER_HAZARD = 20
 _OPAQUE = (torch.Tensor, type, types.FunctionType, types.MethodType, types.ModuleType)
@@ -84,7 +84,7 @@ class _Collector:
             group: tuple | None = None, order: int = 0):
         """One hazard at `site`; records of one `group` (one host branch, one Python value) are
         folded under the first of them by `fold_groups`."""
-        where = sources.site_dict(site)
+        where = user_frames.site_dict(site)
         # One record per line; only frozen scalars are told apart by op (each op freezes its own).
         key = (hazard, op if hazard == "frozen-scalar" else device, where["path"], where["line"])
         item = self.items.get(key)
@@ -247,7 +247,7 @@ def _diverged(base: StepTrace, trace: StepTrace, span0: tuple[int, int], span1: 
         if first >= stop:
             return f"step {t.index} did not"
         op = t.ops[first]
-        where = sources.site_dict(op[4])
+        where = user_frames.site_dict(op[4])
         return f"step {t.index} ran {stop - first} op(s) from {op[0]} at {where['path']}:{where['line']}"
 
     at = trace.ops[span1[0]] if span1[0] < span1[1] else base.ops[span0[0]]

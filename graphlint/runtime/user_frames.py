@@ -11,6 +11,8 @@ import sysconfig
 from types import FrameType, TracebackType
 
 _RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+# The runtime command runs the compile phase in its own process: its frames are the harness's too.
+_COMMAND_FILE = os.path.join(os.path.dirname(_RUNTIME_DIR.rstrip(os.sep)), "commands", "runtime.py")
 # Stdlib frames (contextlib, warnings, functools) sit between user code and torch; site-packages
 # lives under the stdlib folder on many installs, so it is excluded from that test.
 _STDLIB_DIRS = tuple(
@@ -36,7 +38,7 @@ def _classify(filename: str) -> str:
     if filename.startswith("<"):
         return "internal"  # <frozen importlib>, <string>
     path = os.path.abspath(filename)
-    if path.startswith(_RUNTIME_DIR):
+    if path.startswith(_RUNTIME_DIR) or path == _COMMAND_FILE:
         return "harness"
     if path.startswith(_torch_dirs()):
         return "internal"

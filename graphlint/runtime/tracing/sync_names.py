@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from graphlint.runtime import catalog
+from graphlint.runtime.tracing import op_catalog
 
 COPY_OPS = frozenset({"aten.copy_", "aten._to_copy", "aten._copy_from", "aten.to"})
 
@@ -19,7 +19,7 @@ def name_sync(py_call: str | None, entry: tuple | None) -> tuple[str, str, str]:
         kind = rule.kind if rule is not None and packet not in COPY_OPS else classify_warning(packet, args)
         reason = rule.reason if rule is not None else ""
     if py_call is not None:
-        rule = catalog.PY_RULES_BY_NAME.get(py_call)
+        rule = op_catalog.PY_RULES_BY_NAME.get(py_call)
         if rule is not None:
             reason = rule.reason
             if packet not in COPY_OPS:
@@ -36,5 +36,5 @@ def classify_warning(packet: str, args) -> str:
             dst, src = ts[0], ts[1]
             return "h2d-copy" if src.device.type == "cpu" else "d2h-copy" if dst.device.type == "cpu" else "sync"
         return "h2d-copy" if ts and ts[0].device.type == "cpu" else "d2h-copy"
-    rules = catalog.OP_RULES_BY_NAME.get(packet)
+    rules = op_catalog.OP_RULES_BY_NAME.get(packet)
     return rules[0].kind if rules else "sync"

@@ -1,5 +1,5 @@
 """Find, import and build a runtime target: `module:callable`, `path/to/file.py:callable`, or
-`hf:MODEL` (a transformers causal LM, `targets_hf.py`).
+`hf:MODEL` (a transformers causal LM, `hf_target.py`).
 
 The target protocol (shared with the bundled model): `factory(device, **options)` returns an object
 with `device`, `reset()`, `prepare(step)`, `step()` and optionally `max_steps`. Loading fails with
@@ -45,9 +45,14 @@ class UnsupportedTarget(TargetError):
     verdict = "unsupported"
 
 
+class TargetExit(RuntimeError):
+    """The target called sys.exit() or os._exit() inside a protocol call (raised by the worker's
+    guard, read by the tracer: both sit above the targets, so the error lives here)."""
+
+
 # `hf:NAME` (or `hf` with --option model=...): the bundled transformers causal-LM target.
 HF_PREFIX = "hf"
-HF_FACTORY = "graphlint.runtime.targets_hf:make"
+HF_FACTORY = "graphlint.runtime.targets.hf_target:make"
 
 
 def is_hf(spec: str) -> bool:
@@ -221,7 +226,7 @@ def describe(target: Any) -> dict[str, Any]:
     with step() as the entry point (`graphlint runtime --lint`). Empty when it cannot be told."""
     import inspect
 
-    from graphlint.runtime import sources
+    from graphlint.runtime import user_frames
 
     method = inspect.unwrap(getattr(type(target), "step", None) or (lambda: None))
     code = getattr(method, "__code__", None)
@@ -235,8 +240,8 @@ def describe(target: Any) -> dict[str, Any]:
             found = inspect.getsourcefile(cls)
         except TypeError:  # builtins
             continue
-        if found and sources.is_user_file(found) and sources.relative_path(found) not in files:
-            files.append(sources.relative_path(found))
-    return {"path": sources.relative_path(code.co_filename), "line": code.co_firstlineno,
+        if found and user_frames.is_user_file(found) and user_frames.relative_path(found) not in files:
+            files.append(user_frames.relative_path(found))
+    return {"path": user_frames.relative_path(code.co_filename), "line": code.co_firstlineno,
             "qualname": getattr(method, "__qualname__", code.co_name), "files": files}
 

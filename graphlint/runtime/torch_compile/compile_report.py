@@ -228,7 +228,7 @@ def run_phase(runtime: dict, backend: str = "inductor", steps: int | None = None
     """
     import time
 
-    from graphlint.runtime import compile_run
+    from graphlint.runtime.torch_compile import compile_run
 
     target = runtime.get("target") or {}
     device = "cpu" if runtime.get("mode") == "cpu-emulation" else (runtime.get("devices") or ["cpu"])[0]

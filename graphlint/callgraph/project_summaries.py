@@ -302,15 +302,25 @@ def _subclass_attrs(index: _Index) -> dict[tuple[str, str], dict[str, str]]:
     return result
 
 
-# Too short to carry a meaning of their own across functions (`n`, `i`, `pos` is judged by kind).
-_MIN_LEARNED_NAME = 4
+# A name learned from a loop spreads by name to other functions, so it must also say that it
+# counts positions: a word of it (split on "_") is one of these (`input_pos_maxp1`,
+# `seqlen_offset`, `cache_len`); `value` or `hidden` advanced in some loop carries nothing.
+_POSITION_WORDS = frozenset({
+    "pos", "position", "positions", "offset", "offsets", "len", "length", "lengths", "seqlen", "seqlens",
+    "step", "steps", "idx", "index", "seq", "past", "maxp1", "cur", "start", "end", "count", "seen", "filled",
+})
+
+
+def _position_like(name: str) -> bool:
+    return bool(_POSITION_WORDS.intersection(name.lower().split("_")))
 
 
 def _learned_step_names(index: Any, steps: dict[tuple[str, str], set[str]]) -> tuple[set[str], set[str]]:
     """Project-wide per-step names: the parameters some caller's loop advances (a value passed on
     under its own name stays the same position counter in every function that receives it), and
-    the attributes of passed objects that a loop advances (`inference_params.seqlen_offset += n`)."""
-    names = {name for chosen in steps.values() for name in chosen if len(name) >= _MIN_LEARNED_NAME}
+    the attributes of passed objects that a loop advances (`inference_params.seqlen_offset += n`),
+    each named as a position or a length."""
+    names = {name for chosen in steps.values() for name in chosen if _position_like(name)}
     attrs = {attr for summary in index.summaries for function in summary["functions"]
-             for attr in function.get("step_attrs", ()) if len(attr) >= _MIN_LEARNED_NAME}
+             for attr in function.get("step_attrs", ()) if _position_like(attr)}
     return names, attrs

@@ -51,8 +51,14 @@ def render_compile(part: dict, console) -> None:
             console.print(f"      output {row['output']} ({row['dtype']}): max |diff| {row['max_abs_diff']:.3g}"
                           f" (max |eager| {row['max_abs_eager']:.3g}), {row['steps_differing']} step(s) outside"
                           f" atol {row['atol']:.3g} rtol {row['rtol']:g}"
-                          + (f", {row['near_ties']} flipped near-tie argmax(es)" if row.get("near_ties") else ""),
+                          + (f", {row['near_ties']} flipped near-tie argmax(es)" if row.get("near_ties") else "")
+                          + (f", {row['choice_flips']} step(s) match eager with a near-tie choice flipped"
+                             if row.get("choice_flips") else ""),
                           style="dim")
+        for flip in outputs.get("choice_flips", [])[:MAX_LISTED]:
+            console.print(f"      step {flip['step']}: matches eager with its {escape(flip['op'])} at "
+                          f"{escape(str(flip['path']))}:{flip['line']} flipped to the runner-up ({flip['margin']:.2g} "
+                          "eps x scale from a tie: rounding can flip it)", style="dim")
         if outputs.get("rule"):
             console.print(f"      tolerance: {escape(outputs['rule'])}", style="dim")
     bench = part.get("bench")

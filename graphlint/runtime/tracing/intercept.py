@@ -7,7 +7,7 @@ records between steps; the sync phase reads the events.
 
 Two modes:
 
-- ``emulate=True`` (CPU emulation): events come from the catalog (`catalog.py`), argument-aware,
+- ``emulate=True`` (CPU emulation): events come from the catalog (`op_catalog.py`), argument-aware,
   and `torch.cuda.synchronize`-style calls are recorded and skipped.
 - ``emulate=False`` (CUDA): sync debug mode's warnings are the source of truth (`on_sync_warning`,
   installed by the CUDA runner); the interceptor adds the name of the op being run, and records what
@@ -28,9 +28,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphlint.runtime import catalog, residence, sources
-from graphlint.runtime.residence import storage_key as _storage_key
-from graphlint.runtime.sync_names import COPY_OPS as _COPY_OPS, name_sync as _name_sync
+from graphlint.runtime.tracing import op_catalog, residence
+from graphlint.runtime import user_frames
+from graphlint.runtime.tracing.residence import storage_key as _storage_key
+from graphlint.runtime.tracing.sync_names import COPY_OPS as _COPY_OPS, name_sync as _name_sync
 
 
 class SyncStop(RuntimeError):
@@ -131,7 +132,7 @@ def _resolve(dotted: str):
 def _call_table() -> dict:
     """Python-level callable -> (emulation rule, CUDA pageable-copy rule); either may be None."""
     table: dict = {}
-    for slot, rules in ((0, catalog.PY_RULES), (1, catalog.PAGEABLE_RULES)):
+    for slot, rules in ((0, op_catalog.PY_RULES), (1, op_catalog.PAGEABLE_RULES)):
         for rule in rules:
             func = _resolve(rule.name)
             if func is not None:
@@ -142,8 +143,8 @@ def _call_table() -> dict:
 
 
 _CALLS = _call_table()
-# callable -> rule: calls inside which the emulation stays quiet (catalog.CPU_ONLY_HOST_CHECKS).
-_QUIET_CALLS = {func: rule for rule in catalog.CPU_ONLY_HOST_CHECKS if (func := _resolve(rule.name)) is not None}
+# callable -> rule: calls inside which the emulation stays quiet (op_catalog.CPU_ONLY_HOST_CHECKS).
+_QUIET_CALLS = {func: rule for rule in op_catalog.CPU_ONLY_HOST_CHECKS if (func := _resolve(rule.name)) is not None}
 _OP_NAMES: dict = {}
 
 
@@ -247,7 +248,7 @@ class Interceptor:
 
     # ----------------------------------------------------------------- events
     def emit(self, kind: str, op: str, detail: str, frame=None, stack: list | None = None) -> dict:
-        stack = sources.user_stack(frame) if stack is None else stack
+        stack = user_frames.user_stack(frame) if stack is None else stack
         top = stack[-1] if stack else {"path": "?", "line": 0, "function": "?"}
         event = {
             "op": op, "kind": kind, "path": top["path"], "line": top["line"], "function": top["function"],
@@ -266,7 +267,7 @@ class Interceptor:
         the op that synced is usually finished by then: it is looked up among the recent ops run
         from the same user line, preferring one the catalog knows.
         """
-        stack = sources.user_stack(frame)
+        stack = user_frames.user_stack(frame)
         where = (stack[-1]["path"], stack[-1]["line"]) if stack else None
         picked = self.current_op
         if picked is None:
@@ -290,12 +291,12 @@ class Interceptor:
     # ----------------------------------------------------------------- sync API patches
     @contextlib.contextmanager
     def patched_sync_calls(self):
-        """Patch the synchronize calls of catalog.SYNC_CALLS: they record an event while a step is
+        """Patch the synchronize calls of op_catalog.SYNC_CALLS: they record an event while a step is
         traced, and do nothing on the emulation (also outside traced steps: a CPU build has no
         CUDA to wait for)."""
         saved = []
-        for dotted, reason, _checked in catalog.SYNC_CALLS:
-            if not self.emulate and dotted in catalog.SEEN_BY_SYNC_MODE:
+        for dotted, reason, _checked in op_catalog.SYNC_CALLS:
+            if not self.emulate and dotted in op_catalog.SEEN_BY_SYNC_MODE:
                 continue
             owner_name, _, attr = dotted.rpartition(".")
             owner = _resolve(owner_name)
@@ -409,7 +410,7 @@ class Interceptor:
         self.py_event = False
         try:
             if fired:
-                kind, reason = rule.kind, rule.reason or catalog.PAGEABLE_COPY_REASON
+                kind, reason = rule.kind, rule.reason or op_catalog.PAGEABLE_COPY_REASON
                 if rule.name == "Tensor.copy_" and args[1].is_cuda:
                     kind = "d2h-copy"  # a device tensor copied into pageable host memory
                 self.py_event = True
@@ -422,8 +423,8 @@ class Interceptor:
     def on_op(self, func, args, kwargs):
         rec = self.rec
         packet, overload = _op_name(func)
-        site = sources.site()
-        rules = catalog.OP_RULES_BY_NAME.get(packet)
+        site = user_frames.site()
+        rules = op_catalog.OP_RULES_BY_NAME.get(packet)
         fired = None
         if rules:
             for rule in rules:
@@ -516,7 +517,7 @@ class Interceptor:
 def _site_at(site: tuple, where: tuple | None) -> bool:
     if where is None or site[0] is None:
         return False
-    found = sources.site_dict(site)
+    found = user_frames.site_dict(site)
     return (found["path"], found["line"]) == where
 
 

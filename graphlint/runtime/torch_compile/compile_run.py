@@ -17,8 +17,10 @@ from typing import Any
 
 import torch
 
-from graphlint.runtime import sources, targets
-from graphlint.runtime.intercept import Interceptor, tensors_of
+from graphlint.runtime import user_frames as sources
+from graphlint.runtime.torch_compile import selection_ties
+from graphlint.runtime.targets import loader as targets
+from graphlint.runtime.tracing.intercept import Interceptor, tensors_of
 
 DEFAULT_STEPS = 10  # warm-up, record, then replays of the CUDA-graph tree
 BENCH_STEPS = {"cpu": 5, "cuda": 50}
@@ -302,19 +304,35 @@ def _near_tie(want: list[torch.Tensor], got: list[torch.Tensor], a: torch.Tensor
     return False
 
 
+def _output_ok(n: int, want: list[torch.Tensor], got: list[torch.Tensor], tolerance: dict, default: bool) -> bool:
+    """Output n of one step within its tolerance (floats), equal or a flipped near-tie argmax (integers)."""
+    a, b = want[n], got[n].to(want[n].device)
+    if a.shape != b.shape:
+        return False
+    if a.is_floating_point():
+        return torch.allclose(a, b, atol=tolerance[n][0], rtol=tolerance[n][1], equal_nan=True)
+    return torch.equal(a, b) or (default and _near_tie(want, [g.to(a.device) for g in got], a, b, tolerance))
+
+
 def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]], atol: float, rtol: float,
-            half: bool = False) -> dict:
+            half: bool = False, alternatives: dict[int, list[tuple[dict, list[torch.Tensor]]]] | None = None) -> dict:
     """Compiled vs eager outputs step by step: per output the largest difference, the largest eager
     magnitude, the steps that differ; overall the first mismatch. An integer output that differs
-    only by a flipped argmax of a float output (a near tie within its tolerance) is counted, not failed."""
-    first_bad, compared = None, 0
+    only by a flipped argmax of a float output (a near tie within its tolerance) is counted, not failed.
+    So is a step that matches, instead, the eager step rerun with one of its near-tie choices flipped
+    (`alternatives`: per step, the choice and those outputs): listed in `choice_flips` with its line."""
+    first_bad, compared, failing = None, 0, set()
+    flips: dict[int, dict] = {}
     per_output: dict[int, dict] = {}
     scales = _scales(eager)
+    default = not (atol or rtol)
     for step, (want, got) in enumerate(zip(eager, compiled)):
         if len(want) != len(got):
             first_bad = first_bad or {"step": step, "output": None, "detail": f"{len(got)} outputs, eager gave {len(want)}"}
             continue
         tolerance = {n: _tolerance(a.dtype, atol, rtol, half, scales.get(n, 1.0)) for n, a in enumerate(want)}
+        alike = next((tie for tie, outs in (alternatives or {}).get(step, []) if len(outs) == len(got) and
+                      all(_output_ok(n, outs, got, tolerance, default) for n in range(len(got)))), None)
         for n, (a, b) in enumerate(zip(want, got)):
             if a.shape != b.shape:
                 first_bad = first_bad or {"step": step, "output": n, "detail": f"shape {list(b.shape)} vs eager {list(a.shape)}"}
@@ -327,19 +345,19 @@ def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]],
                                             "max_abs_eager": 0.0, "steps_differing": 0})
             b = b.to(a.device)
             compared += 1
-            if a.is_floating_point():
-                diff = (a.double() - b.double()).abs()
-                if diff.numel():
-                    row["max_abs_diff"] = max(row["max_abs_diff"], float(diff.max()))
-                    row["max_abs_eager"] = max(row["max_abs_eager"], float(a.double().abs().max()))
-                ok = torch.allclose(a, b, atol=t_atol, rtol=t_rtol, equal_nan=True)
-            else:
-                ok = torch.equal(a, b)
-                if not ok:
-                    row["max_abs_diff"] = max(row["max_abs_diff"], float((a.double() - b.double()).abs().max()))
-                    if not (atol or rtol) and _near_tie(want, [g.to(a.device) for g in got], a, b, tolerance):
-                        row["near_ties"] = row.get("near_ties", 0) + 1
-                        ok = True
+            ok = _output_ok(n, want, got, tolerance, default)
+            if a.numel() and (a.is_floating_point() or not torch.equal(a, b)):
+                row["max_abs_diff"] = max(row["max_abs_diff"], float((a.double() - b.double()).abs().max()))
+            if a.is_floating_point() and a.numel():
+                row["max_abs_eager"] = max(row["max_abs_eager"], float(a.double().abs().max()))
+            elif ok and not torch.equal(a, b):
+                row["near_ties"] = row.get("near_ties", 0) + 1
+            if not ok:
+                failing.add(step)
+            if not ok and alike is not None:
+                row["choice_flips"] = row.get("choice_flips", 0) + 1
+                flips.setdefault(step, {"step": step, **alike, "outputs": []})["outputs"].append(n)
+                ok = True
             if not ok:
                 row["steps_differing"] += 1
                 if first_bad is None:
@@ -350,7 +368,43 @@ def compare(eager: list[list[torch.Tensor]], compiled: list[list[torch.Tensor]],
             "max_abs_diff": max((r["max_abs_diff"] for r in rows), default=0.0), "tolerance": first_tol,
             "rule": "given --atol/--rtol" if (atol or rtol) else
                     f"atol {TOLERANCE_ULPS} eps(compute dtype) x max|eager output|, rtol 1.6e-2 half / 1e-4 float32",
-            "compared": compared, "per_output": rows, "first_mismatch": first_bad}
+            "compared": compared, "per_output": rows, "first_mismatch": first_bad,
+            "choice_flips": [flips[k] for k in sorted(flips)], "failing_steps": sorted(failing)}
+
+
+# Steps that differ from eager and had near-tie choices: each is rerun eagerly with each of its
+# nearest choices flipped (from reset: the steps before it are replayed), at most this many.
+FLIP_STEPS, FLIPS_PER_STEP = 8, 3
+
+
+def _flipped_runs(target: Any, step: int, ties: list[dict], half: bool) -> list[tuple[dict, list[torch.Tensor]]]:
+    """The eager outputs of `step`, from the state the steps before it leave, once per near-tie choice
+    of that step with that choice flipped to its runner-up."""
+    runs = []
+    for tie in ties[:FLIPS_PER_STEP]:
+        target.reset()
+        for i in range(step):
+            target.prepare(i)
+            target.step()
+        target.prepare(step)
+        flip = selection_ties.SelectionTies(half, TOLERANCE_ULPS, flip=tie)
+        flip.next_step()
+        with flip:
+            outs = _clone(target.step())
+        runs.append(({k: tie[k] for k in ("op", "margin", "path", "line", "function")}, outs))
+    return runs
+
+
+def _compare_like_with_like(target: Any, eager: list, compiled: list, ties: list[list[dict]], atol: float,
+                            rtol: float, half: bool) -> dict:
+    """compare(); then the steps that differ after a near-tie choice are compared with eager reruns
+    that chose the other way (with the default tolerance only)."""
+    outputs = compare(eager, compiled, atol, rtol, half)
+    retry = [s for s in outputs["failing_steps"] if s < len(ties) and ties[s]][:FLIP_STEPS]
+    if outputs["match"] or atol or rtol or not retry:
+        return outputs
+    alternatives = {s: _flipped_runs(target, s, ties[s], half) for s in retry}
+    return compare(eager, compiled, atol, rtol, half, alternatives)
 
 
 def _timed_steps(target: Any, fn, steps: int, device: torch.device, mark_step: bool) -> list[float]:
@@ -466,11 +520,15 @@ def _run(spec: dict) -> dict:
                               "mode": "reduce-overhead" if backend == "inductor" else f"backend={backend}"}
     with patched, torch.no_grad():
         eager, error = [], None
+        half = any(t.dtype in (torch.float16, torch.bfloat16) for t in static_tensors(target))
+        ties = selection_ties.SelectionTies(half, TOLERANCE_ULPS)  # the eager step's near-tie choices
         target.reset()
         for i in range(steps):
             target.prepare(i)
+            ties.next_step()
             try:
-                eager.append(_clone(target.step()))
+                with ties:
+                    eager.append(_clone(target.step()))
             except Exception as exc:
                 error = {"step": i, "error": f"{type(exc).__name__}: {exc}"[:2000],
                          "stack": sources.traceback_stack(exc.__traceback__)}
@@ -481,8 +539,7 @@ def _run(spec: dict) -> dict:
         first = _run_compiled(target, target.step, steps, device, backend)
         result.update(_summarise(first, device, backend))
         result["compile_s"] = round(first["seconds"], 3)
-        half = any(t.dtype in (torch.float16, torch.bfloat16) for t in static_tensors(target))
-        result["outputs"] = compare(eager, first["outputs"], atol, rtol, half)
+        result["outputs"] = _compare_like_with_like(target, eager, first["outputs"], ties.steps, atol, rtol, half)
         fn = first["compiled"]
         if spec.get("bench", True) and not result.get("error"):
             n = min(BENCH_STEPS["cuda" if device.type == "cuda" else "cpu"], getattr(target, "max_steps", 10**9) or 10**9)

@@ -2,7 +2,7 @@
 
 `graphlint explain KIND` (or `runtime/KIND`) prints an entry; the text view, the pytest plugin's assertion message and
 the cross-check use the `fix` line. The kinds are the `kind` of `runtime.sync_events` records
-(`catalog.KINDS`) and the `hazard` of `runtime.replay.hazards` records (`hazards.WHY`).
+(`op_catalog.KINDS`) and the `hazard` of `runtime.replay.hazards` records (`hazards.WHY`).
 """
 from __future__ import annotations
 

@@ -2,14 +2,14 @@
 
 `sys.monitoring` where the interpreter has it (3.12+: each line is reported once, then disabled, so
 the cost is per distinct line), `sys.settrace` otherwise (traces user frames only). Torch, the
-standard library and the harness are not recorded (`sources.is_user_file`).
+standard library and the harness are not recorded (`user_frames.is_user_file`).
 """
 from __future__ import annotations
 
 import sys
 from typing import Any
 
-from graphlint.runtime import sources
+from graphlint.runtime import user_frames
 
 _FREE_TOOL_IDS = (3, 4)  # 0 debugger, 1 coverage, 2 profiler and 5 optimizer are reserved by name
 
@@ -26,7 +26,7 @@ class LineRecorder:
     def _lines_of(self, code) -> set[int] | None:
         if code in self._user:
             return self._user[code]
-        found = self.lines.setdefault(code.co_filename, set()) if sources.is_user_file(code.co_filename) else None
+        found = self.lines.setdefault(code.co_filename, set()) if user_frames.is_user_file(code.co_filename) else None
         self._user[code] = found
         return found
 
@@ -77,7 +77,7 @@ class LineRecorder:
         return on_line
 
     def code_objects(self) -> list:
-        """The code objects of user files that ran inside the recorder (graphlint.runtime.record)."""
+        """The code objects of user files that ran inside the recorder (graphlint.runtime.tracing.record)."""
         return [code for code, found in self._user.items() if found is not None]
 
     def as_report(self) -> dict[str, list[int]]:
@@ -85,5 +85,5 @@ class LineRecorder:
         merged: dict[str, set[int]] = {}
         for filename, lines in self.lines.items():
             if lines:
-                merged.setdefault(sources.relative_path(filename), set()).update(lines)
+                merged.setdefault(user_frames.relative_path(filename), set()).update(lines)
         return {path: sorted(lines) for path, lines in sorted(merged.items())}

@@ -17,15 +17,12 @@ import threading
 import time
 from typing import Any, Callable
 
-from graphlint.runtime import sources
+from graphlint.runtime import user_frames
+from graphlint.runtime.targets.loader import TargetExit
 
 CALLS = ("factory", "reset", "prepare", "step", "import")  # "import": loading the target module
 _LAYOUT = struct.Struct("<dqq")  # started (time.monotonic, 0 = idle), step (-1 = none), call index
 DUMP_SIGNAL = signal.SIGUSR1  # the parent's "you timed out: write your stack" signal
-
-
-class TargetExit(RuntimeError):
-    """The target called sys.exit() or os._exit() inside a protocol call."""
 
 
 class CallClock:
@@ -130,13 +127,13 @@ def leftover_threads() -> list[dict]:
         func = getattr(thread, "_target", None)
         code = getattr(func, "__code__", None)
         if code is not None:
-            entry.update(path=sources.relative_path(code.co_filename), line=code.co_firstlineno,
+            entry.update(path=user_frames.relative_path(code.co_filename), line=code.co_firstlineno,
                          function=code.co_name)
         found.append(entry)
     return found
 
 
-_WORKER_FILE = os.path.join("graphlint", "runtime", "worker.py")
+_WORKER_FILE = os.path.join("graphlint", "runtime", "isolation", "worker.py")
 _FRAME = re.compile(r'^\s*File "(?P<path>[^"]+)", line (?P<line>\d+) in (?P<function>\S+)')
 
 
@@ -167,8 +164,8 @@ def fault_stack(text: str) -> list[dict]:
     frames = []
     for raw in main.splitlines():
         match = _FRAME.match(raw)
-        if match and sources.is_user_file(match["path"]):
-            frames.append({"path": sources.relative_path(match["path"]), "line": int(match["line"]),
+        if match and user_frames.is_user_file(match["path"]):
+            frames.append({"path": user_frames.relative_path(match["path"]), "line": int(match["line"]),
                            "function": match["function"]})
     frames.reverse()
     return frames

@@ -8,10 +8,11 @@ import contextlib
 import traceback
 from typing import Any
 
-from graphlint.runtime import catalog, sources
-from graphlint.runtime.guard import TargetExit
-from graphlint.runtime.lines import LineRecorder
-from graphlint.runtime.intercept import Interceptor, StepTrace, SyncStop, no_tensor_output  # noqa: F401
+from graphlint.runtime.tracing import op_catalog
+from graphlint.runtime import user_frames
+from graphlint.runtime.targets.loader import TargetExit
+from graphlint.runtime.tracing.lines import LineRecorder
+from graphlint.runtime.tracing.intercept import Interceptor, StepTrace, SyncStop, no_tensor_output  # noqa: F401
 
 
 def trace_steps(target: Any, interceptor: Interceptor, steps: int,
@@ -58,7 +59,7 @@ def _live_bytes(traces: list[StepTrace]) -> int:
 def step_error(step: int | None, exc: BaseException, call: str | None = None) -> dict:
     """An exception raised by the target, with the user frames that raised it and, when known,
     the protocol call it came from (`reset`, `prepare`, `step`)."""
-    stack = sources.traceback_stack(exc.__traceback__)
+    stack = user_frames.traceback_stack(exc.__traceback__)
     if isinstance(exc, TargetExit):
         last = str(exc)  # already says which call exited and how
     else:
@@ -93,7 +94,7 @@ def aggregate_events(traces: list[StepTrace]) -> list[dict]:
                 merged[key]["count"] += 1
                 continue
             record = {k: event[k] for k in ("op", "kind", "path", "line", "function", "stack", "detail")}
-            record.update(catalog.explain(event["kind"], event["op"]))
+            record.update(op_catalog.explain(event["kind"], event["op"]))
             record["count"] = 1
             record["first_step"] = event["step"]
             merged[key] = record
@@ -125,7 +126,7 @@ def allocation_summary(traces: list[StepTrace], max_sites: int = 25) -> dict:
     sites: dict[tuple, dict] = {}
     last = usable[-1] if usable else None
     for op, site, nbytes, _ref in (last.allocations if last else ()):
-        where = sources.site_dict(site)
+        where = user_frames.site_dict(site)
         key = (where["path"], where["line"])
         entry = sites.setdefault(key, {**where, "count": 0, "bytes": 0, "ops": []})
         entry["count"] += 1
@@ -138,7 +139,7 @@ def allocation_summary(traces: list[StepTrace], max_sites: int = 25) -> dict:
     for trace in usable:
         for op, site, nbytes, ref in trace.allocations:
             if ref() is not None:
-                where = sources.site_dict(site)
+                where = user_frames.site_dict(site)
                 entry = held.setdefault((where["path"], where["line"]), {**where, "count": 0, "bytes": 0, "ops": []})
                 entry["count"] += 1
                 entry["bytes"] += nbytes

@@ -57,14 +57,14 @@ def functions_of(codes: Iterable[Any], phase: str) -> list[dict]:
 def merge(results: list[dict]) -> list[dict]:
     """The devices' records as one list for `Report.runtime["functions"]`: paths as the other
     runtime records write them, with the devices and phases each function ran on."""
-    from graphlint.runtime import sources
+    from graphlint.runtime import user_frames
 
     merged: dict[tuple[str, int, str], dict] = {}
     for result in results:
         for record in result.get("functions") or []:
             key = (record["file"], record["first"], record["qualname"])
             entry = merged.setdefault(key, {
-                "path": sources.relative_path(record["file"]), "qualname": record["qualname"],
+                "path": user_frames.relative_path(record["file"]), "qualname": record["qualname"],
                 "first": record["first"], "last": record["last"], "hash": record["hash"], "devices": [], "phases": []})
             if result.get("device") not in entry["devices"]:
                 entry["devices"].append(result.get("device"))

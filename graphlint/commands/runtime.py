@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from graphlint.runtime.harness import run_harness
+from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
+from graphlint.runtime.targets.loader import REFERENCE_TARGET, UsageError, parse_option
 from graphlint.terminal import heartbeat, real_stderr
-from graphlint.runtime.targets import REFERENCE_TARGET, UsageError, parse_option
-from graphlint.runtime.worker import DEFAULT_STEP_TIMEOUT_S
 
 __all__ = ["runtime_command", "run_harness", "runtime_progress"]
 
@@ -78,7 +78,7 @@ def _emit(report, fmt: str, output: str | None) -> None:
     elif fmt == "text" and report.runtime is not None:
         from rich.console import Console
 
-        from graphlint.runtime.render import render_runtime
+        from graphlint.views.runtime_text import render_runtime
 
         render_runtime(report.runtime, Console(highlight=False, soft_wrap=True))
 
@@ -148,7 +148,7 @@ def runtime_command(target: str | None, devices: str | None, steps: int | None, 
             runtime = run_harness("reference" if reference else target, devices, steps, sync_mode, options,
                                   atol=atol, rtol=rtol, bench=not no_bench, step_timeout=step_timeout or None)
         if compile_step:
-            from graphlint.runtime.compile_report import run_phase
+            from graphlint.runtime.torch_compile.compile_report import run_phase
 
             run_phase(runtime, compile_backend, steps, atol=atol, rtol=rtol, bench=not no_bench, quiet=quiet)
         report = _report(runtime, [])
@@ -189,7 +189,7 @@ def _record(runtime: dict, requested: str, quiet: bool) -> None:
     """`--record-regions`: write the region file (atomically), or say why not; the runtime dict
     says which (`region_file`)."""
     from graphlint.report import write_atomic
-    from graphlint.runtime import record
+    from graphlint.runtime.tracing import record
 
     config = _config()
     path = Path(requested) if requested else record.default_path(config)

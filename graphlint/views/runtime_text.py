@@ -38,7 +38,7 @@ def _ms(value: float | None) -> str:
 
 
 def describe_features(features: dict[str, Any]) -> str:
-    """One line of what a target's configuration exercises (hf targets: `targets_hf.make`)."""
+    """One line of what a target's configuration exercises (hf targets: `hf_target.make`)."""
     parts = []
     if features.get("layers") is not None:
         kinds = features.get("layer_kinds") or {}
@@ -84,7 +84,7 @@ def render_runtime(runtime: dict[str, Any], console) -> None:
     _replays(runtime, console)
     _allocations(runtime, console)
     if runtime.get("compile"):
-        from graphlint.runtime.compile_render import render_compile
+        from graphlint.views.compile_text import render_compile
 
         render_compile(runtime["compile"], console)
     for error in runtime.get("errors", []):

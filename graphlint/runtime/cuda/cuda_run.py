@@ -19,10 +19,11 @@ from typing import Any, Callable
 
 import torch
 
-from graphlint.runtime import catalog, hazards, targets, tracing
-from graphlint.runtime.intercept import Interceptor, no_tensor_output, tensors_of
-from graphlint.runtime import record
-from graphlint.runtime.lines import LineRecorder
+from graphlint.runtime.tracing import hazards, op_catalog, traced_steps
+from graphlint.runtime.targets import loader
+from graphlint.runtime.tracing.intercept import Interceptor, no_tensor_output, tensors_of
+from graphlint.runtime.tracing import record
+from graphlint.runtime.tracing.lines import LineRecorder
 
 DEFAULT_STEPS = 300  # crosses the bundled model's window wrap (64) and HCA boundaries (127, 255)
 TRACE_STEPS = 8
@@ -77,18 +78,18 @@ def run(spec: dict, on_phase: Callable[[dict], None] | None = None, guard=None) 
 
     `guard` (a `guard.Guard`, given by the worker) times and exit-proofs every call into the target.
 
-    Raises targets.TargetError when the target cannot be imported or built. Any other failure is
+    Raises loader.TargetError when the target cannot be imported or built. Any other failure is
     recorded in the phase it happened in, and the phases after it still run where they can.
     """
     device = torch.device(spec["device"])
     report = on_phase or (lambda _r: None)
     with torch.cuda.device(device):
-        factory = targets.load_factory(spec["target"])
-        target = targets.build(factory, device, spec["options"], guard=guard)
-        steps = targets.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
+        factory = loader.load_factory(spec["target"])
+        target = loader.build(factory, device, spec["options"], guard=guard)
+        steps = loader.effective_steps(spec.get("steps"), DEFAULT_STEPS, target)
         stream = torch.cuda.Stream(device=device)
         result: dict = {"device": str(device), "mode": "cuda", "steps": steps, "error": None, "timings": {},
-                        "name": torch.cuda.get_device_name(device), "entry": targets.describe(target),
+                        "name": torch.cuda.get_device_name(device), "entry": loader.describe(target),
                         "features": _features(target)}
         runner = _DeviceRun(target, device, stream, steps, spec, result, report)
         runner.all_phases()
@@ -110,7 +111,7 @@ class _DeviceRun:
             return fn()
         except Exception as exc:
             # A phase that breaks fails alone (harness.merge reads phase_errors); the next ones run.
-            self.result.setdefault("phase_errors", {})[name] = tracing.step_error(None, exc)
+            self.result.setdefault("phase_errors", {})[name] = traced_steps.step_error(None, exc)
             return None
         finally:
             self.result["timings"][name] = time.perf_counter() - started
@@ -148,7 +149,7 @@ class _DeviceRun:
         it = Interceptor(self.device, emulate=False, stop_at_first=mode == "error")
         executed = LineRecorder()
         with torch.cuda.stream(self.stream), sync_debug(it, mode):
-            traces, stopped = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps), lines=executed)
+            traces, stopped = traced_steps.trace_steps(self.target, it, min(TRACE_STEPS, self.steps), lines=executed)
         self.result["executed"] = executed.as_report()
         self.result["functions"] = record.functions_of(executed.code_objects(), "sync")  # region file
         torch.cuda.synchronize(self.device)
@@ -157,20 +158,20 @@ class _DeviceRun:
             event = it.error_event(stopped)
             traces[-1].events.append(event)
             stopped = {**stopped, "error": f"stopped at the first event: {event['op']} at {event['path']}:{event['line']}"}
-        self.result["sync"] = {"events": tracing.aggregate_events(traces), "steps_traced": len(traces),
+        self.result["sync"] = {"events": traced_steps.aggregate_events(traces), "steps_traced": len(traces),
                                "stopped": stopped}
         self.events = self.result["sync"]["events"]
         if mode == "error" or stopped:
             # The replay hazards need whole steps, traced without stopping.
             it = Interceptor(self.device, emulate=False)
             with torch.cuda.stream(self.stream):
-                traces, _ = tracing.trace_steps(self.target, it, min(TRACE_STEPS, self.steps))
+                traces, _ = traced_steps.trace_steps(self.target, it, min(TRACE_STEPS, self.steps))
             torch.cuda.synchronize(self.device)
         self.traces = traces
         self.result["hazards"] = hazards.compare(traces, self.target)
 
     def allocation_phase(self) -> None:
-        summary = tracing.allocation_summary(self.traces)
+        summary = traced_steps.allocation_summary(self.traces)
         per_step = []
         try:
             self.target.reset()
@@ -193,8 +194,8 @@ class _DeviceRun:
                         "device_mallocs": _delta(before, after, "num_device_alloc"),
                     })
         except Exception as exc:
-            summary["error"] = tracing.step_error(None, exc)
-        cuda_growth = tracing.grows([p["live_bytes"] for p in per_step])
+            summary["error"] = traced_steps.step_error(None, exc)
+        cuda_growth = traced_steps.grows([p["live_bytes"] for p in per_step])
         summary["cuda"] = {"steps": per_step, "growth": cuda_growth,
                            "source": "torch.cuda.memory_stats deltas around each step"}
         summary["growth"] = summary["growth"] or cuda_growth
@@ -211,7 +212,7 @@ class _DeviceRun:
             torch.cuda.synchronize(self.device)
             return outputs
         except Exception as exc:
-            self.result["eager_error"] = tracing.step_error(None, exc)
+            self.result["eager_error"] = traced_steps.step_error(None, exc)
             return None
 
     def capture_phase(self):
@@ -297,7 +298,7 @@ class _DeviceRun:
                     torch.cuda.synchronize(self.device)
                     memory.append(torch.cuda.memory_stats(self.device).get("allocated_bytes.all.current", 0))
         except Exception as exc:
-            replay.update(verdict="fail", error=tracing.step_error(len(diffs), exc))
+            replay.update(verdict="fail", error=traced_steps.step_error(len(diffs), exc))
             return
         quarter = max(1, len(diffs) // 4)
         stale = (self.steps >= 3 and bool(mismatched) and _constant(replayed)
@@ -332,7 +333,7 @@ class _DeviceRun:
             bench["eager_ms"] = self._time(self.target.step, k)
             bench["replay_ms"] = self._time(graph.replay, k) if graph is not None else None
         except Exception as exc:
-            bench["error"] = tracing.step_error(None, exc)
+            bench["error"] = traced_steps.step_error(None, exc)
             return
         if bench["replay_ms"]:
             bench["speedup"] = bench["eager_ms"] / bench["replay_ms"]
@@ -365,21 +366,21 @@ class _DeviceRun:
         # A failed capture_end chains its error onto the step's: the step's carries the user line.
         stack, error = [], exc
         while error is not None and not stack:
-            stack = tracing.step_error(None, error)["stack"]
+            stack = traced_steps.step_error(None, error)["stack"]
             error = error.__context__
         top = stack[-1] if stack else None
         if top is not None:
             for event in self.events:
                 if (event["path"], event["line"]) == (top["path"], top["line"]):
-                    return tracing.cause(event)
+                    return traced_steps.cause(event)
             kind = "sync" if SYNC_MESSAGE in str(exc) else "capture-error"
-            return {"op": "unknown", "kind": kind, **top, **catalog.explain("sync", "unknown")}
-        return tracing.cause(self.events[0]) if self.events else None
+            return {"op": "unknown", "kind": kind, **top, **op_catalog.explain("sync", "unknown")}
+        return traced_steps.cause(self.events[0]) if self.events else None
 
     def _empty_cause(self) -> dict | None:
         for h in self.result.get("hazards", []):
             if h["hazard"] == "other-device":
-                return tracing.cause(h, kind="other-device")
+                return traced_steps.cause(h, kind="other-device")
         return None
 
 
@@ -389,7 +390,7 @@ def _explain_capture(message: str, cause: dict | None) -> dict:
     from_cause = {k: cause[k] for k in ("explanation", "fix") if cause and cause.get(k)}
     if cause and cause.get("op") != "unknown" and from_cause:
         return from_cause
-    return catalog.explain_capture_error(message, (cause or {}).get("op")) or from_cause
+    return op_catalog.explain_capture_error(message, (cause or {}).get("op")) or from_cause
 
 
 def _finite(value: float) -> float | None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from graphlint.runtime import hf_configs
-from graphlint.runtime.targets import TargetError
+from graphlint.runtime.targets import hf_configs
+from graphlint.runtime.targets.loader import TargetError
 
 # Spellings users type -> transformers model_type. Any other model_type transformers knows works too.
 ALIASES = {
