@@ -7,6 +7,7 @@ import re
 
 import libcst as cst
 
+from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
 from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, annotation_value
 from graphlint.analysis.names import dotted
@@ -28,7 +29,10 @@ PER_STEP_NAMES = frozenset({
     "emit", "index_row", "num_tokens_so_far",
 })
 _ANNOTATED_ONLY = frozenset({"pos", "position", "cur_position"})
-_META = frozenset({"shape", "dtype", "device", "ndim", "is_cuda"})
+_META = catalog.names("tensor", "shape_metadata")
+_TORCH = catalog.prefix("namespaces", "torch")
+_CUDA = catalog.prefix("namespaces", "cuda")
+_HOST_APIS = catalog.prefixes("namespaces", "host_apis")
 
 
 class FrozenScalar(Rule):
@@ -176,7 +180,7 @@ class FrozenScalar(Rule):
         qualified = ctx.qualified(node.func)
         dataflow = True
         if qualified is not None:
-            if not qualified.startswith("torch.") or qualified.startswith(("torch.cuda.", "torch.distributed.")):
+            if not qualified.startswith(_TORCH) or qualified.startswith(_HOST_APIS):
                 return
         elif not isinstance(node.func, cst.Attribute):
             return
@@ -256,12 +260,8 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
     return names, bool(names) or self_attrs
 
 
-# Tensor methods that take Python scalars as kernel arguments (offsets, sizes, fill values).
-_SCALAR_ARG_METHODS = frozenset({
-    "fill_", "narrow", "narrow_copy", "topk", "kthvalue", "roll", "index_fill", "index_fill_", "masked_fill",
-    "masked_fill_", "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "clamp", "clamp_", "select",
-    "new_full", "view", "reshape", "expand", "repeat", "tril", "tril_", "triu", "triu_", "fmod", "remainder",
-})
+# Tensor methods that take Python scalars as kernel arguments (graphlint/data/torch_values.toml).
+_SCALAR_ARG_METHODS = catalog.names("tensor", "scalar_arg_methods")
 _ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
@@ -370,7 +370,7 @@ def _device_use(chain: list[cst.CSTNode], ctx: Context) -> tuple[bool, list[str]
     for parent in chain:
         if isinstance(parent, cst.Call) and child is not parent.func:
             qualified = ctx.qualified(parent.func)
-            if qualified is not None and qualified.startswith("torch.") and not qualified.startswith("torch.cuda."):
+            if qualified is not None and qualified.startswith(_TORCH) and not qualified.startswith(_CUDA):
                 return True, []
             if isinstance(parent.func, cst.Attribute) and ctx.value(parent.func.value).kind == DEVICE:
                 return True, []

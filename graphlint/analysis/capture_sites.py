@@ -26,6 +26,11 @@ _COMPILE = catalog.names("graphs", "compile")
 _GRAPHED = catalog.names("graphs", "graphed")
 # torch.compile modes that wrap the compiled code in CUDA graphs (Inductor's cudagraph trees).
 _GRAPH_MODES = catalog.names("graphs", "graph_modes")
+_GRAPH_OPTIONS = catalog.names("graphs", "graph_options")
+_CAPTURE_BEGIN = catalog.names("graphs", "capture_methods")
+_CAPTURE_END = catalog.names("graphs", "capture_end_methods")
+_REPLAY = catalog.names("graphs", "replay_methods")
+_TRAINING = catalog.names("modules", "training_flag")
 # Flags that say "initialised" (`if not self._initialized:` ... one-time set-up).
 _INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setup", "_built", "_setup_done")
 
@@ -76,7 +81,7 @@ def compile_captures(call: cst.Call, imports: ImportMap) -> bool:
     if isinstance(options, cst.Dict):
         for element in options.elements:
             if (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
-                    and element.key.evaluated_value == "triton.cudagraphs"
+                    and element.key.evaluated_value in _GRAPH_OPTIONS
                     and isinstance(element.value, cst.Name) and element.value.value == "True"):
                 return True
     return False
@@ -128,7 +133,7 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
                 sites.append(CaptureSite("graphed-callables", node, _callables(positional[0])))
             elif positional and compile_captures(node, imports):
                 sites.append(CaptureSite("compile", node, [positional[0]]))
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "replay" and not node.args \
+            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in _REPLAY and not node.args \
                     and replay is None and _graph_like(node.func.value):
                 replay = node
         elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):
@@ -146,10 +151,10 @@ def _graph_like(receiver: cst.BaseExpression) -> bool:
     return name in ("g", "cg") or "graph" in name
 
 
-def _method_stmt(stmt: cst.CSTNode, method: str) -> cst.Call | None:
+def _method_stmt(stmt: cst.CSTNode, methods: frozenset[str]) -> cst.Call | None:
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
         call = stmt.body[0].value
-        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method:
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value in methods:
             return call
     return None
 
@@ -159,12 +164,12 @@ def _begin_end(body: Any) -> list[CaptureSite]:
     sites = []
     begin: int | None = None
     for index, stmt in enumerate(body):
-        if _method_stmt(stmt, "capture_begin") is not None:
+        if _method_stmt(stmt, _CAPTURE_BEGIN) is not None:
             begin = index
-        elif begin is not None and _method_stmt(stmt, "capture_end") is not None:
+        elif begin is not None and _method_stmt(stmt, _CAPTURE_END) is not None:
             between = list(body[begin + 1:index])
             callees = [c for s in between for c in _calls_in(s)]
-            sites.append(CaptureSite("capture-begin", _method_stmt(body[begin], "capture_begin"), callees,
+            sites.append(CaptureSite("capture-begin", _method_stmt(body[begin], _CAPTURE_BEGIN), callees,
                                      between[0] if between else None))
             begin = None
     return sites
@@ -173,7 +178,7 @@ def _begin_end(body: Any) -> list[CaptureSite]:
 # ----- one-time branches ------------------------------------------------------------------------
 
 def _is_self_training(node: cst.BaseExpression) -> bool:
-    return (isinstance(node, cst.Attribute) and node.attr.value == "training"
+    return (isinstance(node, cst.Attribute) and node.attr.value in _TRAINING
             and isinstance(node.value, cst.Name) and node.value.value == "self")
 
 
