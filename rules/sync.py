@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.children import code_children
 from graphlint.analysis.inference import annotation_value
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import is_device, maybe_device, method_name, positional, receiver
@@ -471,7 +472,134 @@ class CudaOnlySyncOp(Rule):
                        fix=entry.fix)
 
 
+class ScalarTensorIndex(Rule):
+    """Flags indexing with a 0-dim integer device tensor: `w[e]` where `e` is a full reduction
+    (`scores.argmax()`), or one element of a row of `nonzero()` (`for e in hit: e = e[0]`).
+
+    ## Why it breaks a CUDA graph
+    A 0-dim integer tensor in a subscript is read as a Python int (`Tensor.__index__`): a
+    device-to-host copy and a stall, and an error during capture. Measured on an H200 (torch
+    2.11, `bench/probe_tensor_index.py`): `w[e]` and `w[e, 1]` are synchronizing CUDA operations
+    under sync debug mode, and a capture of `w[e]` fails; `w[e.view(1)]`, a 1-dim index, gathers
+    on the device with no sync. transformers' eager experts loop does it per expert
+    (`self.gate_up_proj[expert_idx]` with `expert_idx` from `nonzero()`).
+
+    ## Example
+        for expert_idx in expert_hit:          # expert_hit = (...).nonzero()
+            expert_idx = expert_idx[0]
+            w = self.gate_up_proj[expert_idx]
+
+    ## Use instead
+    Index with a 1-dim tensor (`w[e.view(1)]`, `index_select(0, e.view(1))`) and squeeze, or
+    run every expert over a static capacity (batched or grouped matmul) without a host loop.
+
+    ## Known problems
+    A tensor's rank is read from the code that made it: a full reduction, an element of a
+    `nonzero()` row, a loop over a 1-dim tensor (`unique()`, `nonzero(as_tuple=True)[0]`).
+    """
+
+    code = "GL110"
+    name = "scalar-tensor-index"
+    message = "a 0-dim device tensor as an index is read on the host (`__index__`): a sync every step, and an error during capture"
+    fix = "index with a 1-dim tensor (w[e.view(1)], index_select) and squeeze, or avoid the per-element host loop"
+    VALID = [
+        # A 1-dim index tensor gathers on the device.
+        "def f(w: torch.Tensor, idx: torch.Tensor):\n    return w[idx]\n",
+        "def f(w: torch.Tensor, scores: torch.Tensor):\n    e = scores.argmax()\n    return w[e.view(1)]\n",
+        "def f(w: torch.Tensor, scores: torch.Tensor):\n    top = scores.argmax(dim=-1)\n    return w[top]\n",
+        # A Python int from the host, and a reduction's value used as data, not as an index.
+        "def f(w: torch.Tensor, i: int):\n    return w[i]\n",
+        "def f(w: torch.Tensor, x: torch.Tensor):\n    m = x.max()\n    return w * m\n",
+    ]
+    INVALID = [
+        "def f(w: torch.Tensor, scores: torch.Tensor):\n    e = scores.argmax()\n    return w[e]\n",
+        # transformers' eager experts (modeling_mixtral.py): one host read per expert hit.
+        "def f(w: torch.Tensor, mask: torch.Tensor):\n    hit = torch.greater(mask.sum(dim=-1), 0).nonzero()\n"
+        "    for expert_idx in hit:\n        expert_idx = expert_idx[0]\n        y = w[expert_idx]\n    return y\n",
+        "def f(w: torch.Tensor, ids: torch.Tensor):\n    for e in ids.unique():\n        w = w + w[e, 0]\n    return w\n",
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef, ctx: Context) -> None:
+        self._scalars = _scalar_tensors(node)
+
+    def visit_Subscript(self, node: cst.Subscript, ctx: Context) -> None:
+        if not self._scalars or not maybe_device(ctx, node.value):
+            return
+        for element in node.slice:
+            inner = element.slice
+            if isinstance(inner, cst.Index) and isinstance(inner.value, cst.Name) and inner.value.value in self._scalars:
+                ctx.report(self, inner.value)
+                return
+
+    _scalars: frozenset[str] = frozenset()
+
+
+# Full reductions (no dim): a 0-dim result. Ops whose result is 1-dim, and 2-dim (`nonzero()`).
+_REDUCTIONS = catalog.names("rank", "full_reductions")
+_ONE_DIM = catalog.names("rank", "one_dim")
+_ROWS_OF_ONE_DIM = catalog.names("rank", "rows")
+
+
+def _rank(node: cst.BaseExpression, ranks: dict[str, int]) -> int | None:
+    """The rank an expression has when the code says so (None: not known)."""
+    if isinstance(node, cst.Name):
+        return ranks.get(node.value)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        method = node.func.attr.value
+        keywords = {a.keyword.value for a in node.args if a.keyword is not None}
+        positional_args = [a for a in node.args if a.keyword is None]
+        if method in _REDUCTIONS and not positional_args and not keywords & {"dim", "axis"}:
+            return 0
+        if method in _ONE_DIM and not positional_args:
+            return 1
+        if method in _ROWS_OF_ONE_DIM and not keywords:
+            return 2
+        if method == "view" and len(positional_args) == 1 and isinstance(positional_args[0].value, (cst.Integer, cst.UnaryOperation)):
+            return 1
+        return None
+    if isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+        inner = _rank(node.value, ranks)
+        index = node.slice[0].slice.value
+        if inner is not None and inner >= 1 and isinstance(index, (cst.Integer, cst.UnaryOperation)):
+            return inner - 1  # an element of a row: one dimension less
+    return None
+
+
+def _scalar_tensors(function: cst.FunctionDef) -> frozenset[str]:
+    """Locals that hold a 0-dim tensor, in order of the function's statements (a name rebound
+    to something else stops being one)."""
+    ranks: dict[str, int] = {}
+    for node in _statements_in_order(function.body):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+            outer = _rank(node.iter, ranks)
+            if outer is not None and outer >= 1:
+                ranks[node.target.value] = outer - 1
+        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            rank = _rank(node.value, ranks)
+            name = node.targets[0].target.value
+            if rank is None:
+                ranks.pop(name, None)
+            else:
+                ranks[name] = rank
+    return frozenset(name for name, rank in ranks.items() if rank == 0)
+
+
+def _statements_in_order(body: cst.CSTNode):
+    """`for` headers and assignments in source order, nested blocks included, nested
+    definitions left out."""
+    stack = [body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(node, (cst.For, cst.Assign)):
+            yield node
+        if isinstance(node, cst.Assign):
+            continue
+        stack.extend(reversed(code_children(node)))
+
+
 RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp,
-         ImplicitHostRead, CudaOnlySyncOp]
+         ImplicitHostRead, CudaOnlySyncOp, ScalarTensorIndex]
 
 __all__ = ["RULES", "Example"]

@@ -474,6 +474,10 @@ class Interceptor:
                         rec.external[key] = t
                     external.append((pos, key))
             self._check_device(rec, t, name, site)
+            if self.emulate and t.dim() != 0 and self.residence.is_host(t):
+                # On CUDA this tensor is a CPU one and the op runs on the host, as the CUDA run
+                # reports it (phimoe's inv_freq built with torch.arange in every step).
+                rec.other_device.append((name, site, "cpu (a host tensor: made in the step without a device)"))
         outs = _tensors(out, [])
         dynamic = fired is not None and fired.kind == "dynamic-shape"
         for t in outs:

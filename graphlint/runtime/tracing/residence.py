@@ -95,6 +95,11 @@ class Residence:
             emit("h2d-copy", "Tensor.to" if func is torch.Tensor.to else "Tensor.cuda", REASON)
             out = proceed()
             if isinstance(out, torch.Tensor):
+                if storage_key(out) == storage_key(source):
+                    # On the CPU the move is a no-op that returns the host tensor itself; on CUDA
+                    # it is a new device tensor and the source stays on the host (moved again
+                    # later in the step, it is copied again: gemma3n's `eps.to(x.device)` twice).
+                    out = out.clone()
                 self.host.pop(storage_key(out), None)  # the copy lives on the device
             return out
         return proceed()
