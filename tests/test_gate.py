@@ -215,8 +215,10 @@ def _check_command(line: str) -> None:
     command: click.Command = main
     args = words[1:]
     while isinstance(command, click.Group):
-        assert args and args[0] in command.commands, f"no such graphlint command: {line}"
-        command, args = command.commands[args[0]], args[1:]
+        # Through get_command: a command loaded on first use (runtime) is there too.
+        found = command.get_command(click.Context(command), args[0]) if args else None
+        assert found is not None, f"no such graphlint command: {line}"
+        command, args = found, args[1:]
     # Parsing with the real command rejects unknown options and bad values.
     command.make_context(words[0], list(args))
 
