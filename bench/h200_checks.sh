@@ -46,7 +46,7 @@ for name in sorted(glob.glob(sys.argv[1] + "/summary_*.json")):
     rows += json.load(open(name))
 json.dump(rows, open(sys.argv[1] + "/summary.json", "w"), indent=1, default=str)
 print(subprocess.run([sys.executable, "bench/hf_runtime_matrix.py", "--out", sys.argv[1], "--table-from",
-                      sys.argv[1] + "/summary.json"], capture_output=True, text=True).stdout)
+                      sys.argv[1] + "/summary.json", "--device", "cuda:0"], capture_output=True, text=True).stdout)
 PY
       ;;
     probe)

@@ -152,7 +152,7 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if args.table_from:
         with open(args.table_from, encoding="utf-8") as handle:
-            print(markdown(json.load(handle)))
+            print(markdown(json.load(handle), args.device or "CPU emulation"))
         return 0
     os.makedirs(args.out, exist_ok=True)
     cases = args.case or (FAST if args.fast else architectures())

@@ -9,7 +9,7 @@ import libcst as cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
-from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, annotation_value
+from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, SEQUENCE_ANNOTATIONS, annotation_value
 from graphlint.analysis.names import dotted
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import maybe_device
@@ -537,9 +537,6 @@ class PerStepBranch(Rule):
         self._check(node.test, ctx)
 
 
-_SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
-
-
 def _sequence_params(function: cst.FunctionDef) -> frozenset[str]:
     """Parameters annotated as Python lists, tuples or sequences (of anything)."""
     found = set()
@@ -548,7 +545,7 @@ def _sequence_params(function: cst.FunctionDef) -> frozenset[str]:
         annotation = param.annotation.annotation if param.annotation else None
         if isinstance(annotation, cst.Subscript):
             annotation = annotation.value
-        if annotation is not None and (dotted(annotation) or "").rsplit(".", 1)[-1] in _SEQUENCE_ANNOTATIONS:
+        if annotation is not None and (dotted(annotation) or "").rsplit(".", 1)[-1] in SEQUENCE_ANNOTATIONS:
             found.add(param.name.value)
     return frozenset(found)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.children import code_children
+from graphlint.analysis.children import iter_code
 from graphlint.analysis.inference import annotation_value
 from graphlint.analysis.rule import Context, Example, Rule
 from ._calls import is_device, maybe_device, method_name, positional, receiver
@@ -569,7 +569,8 @@ def _scalar_tensors(function: cst.FunctionDef) -> frozenset[str]:
     """Locals that hold a 0-dim tensor, in order of the function's statements (a name rebound
     to something else stops being one)."""
     ranks: dict[str, int] = {}
-    for node in _statements_in_order(function.body):
+    # Pre-order is source order; nested definitions and assignments are not entered.
+    for node in iter_code(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Assign)):
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
             outer = _rank(node.iter, ranks)
             if outer is not None and outer >= 1:
@@ -582,21 +583,6 @@ def _scalar_tensors(function: cst.FunctionDef) -> frozenset[str]:
             else:
                 ranks[name] = rank
     return frozenset(name for name, rank in ranks.items() if rank == 0)
-
-
-def _statements_in_order(body: cst.CSTNode):
-    """`for` headers and assignments in source order, nested blocks included, nested
-    definitions left out."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
-            continue
-        if isinstance(node, (cst.For, cst.Assign)):
-            yield node
-        if isinstance(node, cst.Assign):
-            continue
-        stack.extend(reversed(code_children(node)))
 
 
 RULES = [ItemCall, TolistCall, HostCopy, ScalarConversion, PrintDeviceValue, DeviceSynchronize, HostBooleanOp,

@@ -100,7 +100,8 @@ _TENSOR_ANNOTATIONS = catalog.names("annotations", "tensor")
 _BOOL_TENSOR_ANNOTATIONS = catalog.names("annotations", "bool_tensor")
 _HOST_ANNOTATIONS = catalog.names("annotations", "host")
 _MODULE_ANNOTATIONS = catalog.names("annotations", "module")
-_HOST_SEQUENCES = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
+# Python sequence annotations (`list[int]`, `Sequence[Tensor]`): an element is picked on the host.
+SEQUENCE_ANNOTATIONS = frozenset({"list", "List", "tuple", "Tuple", "Sequence"})
 # Resolved through the imports, only torch's own spelling names nn.Module.
 _MODULE_QUALIFIED = frozenset(name for name in _MODULE_ANNOTATIONS if name.startswith(_TORCH))
 # A base class named like nn.Module (`Module`, `nn.Module`, `torch.nn.Module`) makes a module.
@@ -271,7 +272,7 @@ def annotation_value(annotation: cst.BaseExpression, imports: ImportMap) -> Valu
         return join(left, right)
     if isinstance(node, cst.Subscript):
         outer = dotted(node.value) or ""
-        if outer.rsplit(".", 1)[-1] in _HOST_SEQUENCES and node.slice and all(
+        if outer.rsplit(".", 1)[-1] in SEQUENCE_ANNOTATIONS and node.slice and all(
                 isinstance(e.slice, cst.Index) and (annotation_value(e.slice.value, imports).kind == HOST
                                                     or isinstance(e.slice.value, cst.Ellipsis))
                 for e in node.slice):
