@@ -53,8 +53,9 @@ def describe_features(features: dict[str, Any]) -> str:
         parts.append(f"attn={features['attn']}")
     if features.get("prefill"):
         parts.append(f"prefill {features['prefill']} tokens")
-    if features.get("attn_fallback"):
-        parts.append(features["attn_fallback"])
+    for fallback in ("attn_fallback", "window_fallback", "mask_fallback"):
+        if features.get(fallback):
+            parts.append(features[fallback])
     return "; ".join(parts)
 
 

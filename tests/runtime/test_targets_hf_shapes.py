@@ -88,11 +88,44 @@ def test_experts_on_an_moe_without_switchable_implementations():
         hf_target.make("cpu", model="jetmoe", cache_len=8, experts="eager")
 
 
-def test_a_model_that_cannot_be_built_is_an_error_with_its_location():
-    result = CliRunner().invoke(main, ["runtime", "hf:cohere_compass_text", "--no-bench"])
+def test_a_model_that_cannot_be_built_is_an_error_with_its_location(tmp_path):
+    # A config file is taken as it is: cohere_compass_text's rotary embedding reads one rope entry
+    # per layer type, which a config without rope_parameters lacks, so transformers cannot build it.
+    if "cohere_compass_text" not in transformers.CONFIG_MAPPING:
+        pytest.skip("cohere_compass_text is not in this transformers")
+    config = tmp_path / "config.json"
+    config.write_text('{"model_type": "cohere_compass_text", "num_hidden_layers": 1, "hidden_size": 64, '
+                      '"num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 512}')
+    result = CliRunner().invoke(main, ["runtime", f"hf:{config}", "--no-bench"])
     assert result.exit_code == 2, result.output
     assert "(at transformers/models/cohere_compass/modeling_cohere_compass.py:" in result.output
     assert "check --option names" not in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("model_type", ["cohere_compass_text", "qwen4_exp_text", "dots3_note_text"])
+def test_a_default_config_transformers_cannot_build_gets_a_small_one_that_runs(model_type):
+    # cohere_compass_text and qwen4_exp_text: the default config lacks what the model reads (the
+    # EXCEPTIONS entries say what); dots3_note_text: its heads are set per layer, so the whole
+    # config's value reads as ambiguous and the class default stands for it.
+    if model_type not in transformers.CONFIG_MAPPING:
+        pytest.skip(f"{model_type} is not in this transformers")
+    step = hf_target.make("cpu", model=model_type, cache_len=16)
+    step.reset()
+    step.prepare(0)
+    assert step.step().shape == (1, hf_configs.VOCAB)
+
+
+def test_a_window_the_step_cannot_run_falls_back_to_a_longer_one_that_still_slides():
+    # dory's looped attention slices `window - 1 + q_len` keys against a window-long mask, so a
+    # window no longer than the prompt cannot run; twice the window runs and still slides.
+    if "dory" not in transformers.CONFIG_MAPPING:
+        pytest.skip("dory is not in this transformers")
+    step = hf_target.make("cpu", model="dory", cache_len=32)
+    assert step.features["window"] == 2 * hf_configs.WINDOW
+    assert step.features["window_fallback"].startswith(f"window {hf_configs.WINDOW} fails (")
+    with pytest.raises(TargetError, match="cannot run a decode step"):
+        hf_target.make("cpu", model="dory", cache_len=32, window=hf_configs.WINDOW)  # asked for: no fallback
+    assert "window_fallback" not in hf_target.make("cpu", model="llama", cache_len=16).features
 
 
 def test_a_type_error_inside_a_factory_is_not_blamed_on_options(tmp_path):
@@ -114,3 +147,25 @@ def test_the_prefill_makes_the_first_step_a_decode_step():
     assert "seq_len == 1" in open(record["path"], encoding="utf-8").read().splitlines()[record["line"] - 1]
     warm = run_harness("hf:falcon_h1", "cpu", 4, bench=False, isolate=False)
     assert warm["verdict"] == "pass" and warm["replay"]["hazards"] == []
+
+
+def test_a_step_that_needs_an_attention_mask_runs_with_a_static_one(monkeypatch):
+    # As bloom's alibi in transformers 5.17: the step cannot run without the 2D mask that
+    # generate() passes with a StaticCache. The harness passes one over the whole cache, says so,
+    # and fills it outside the step (prepare), so the captured step reads a static buffer.
+    forward = transformers.LlamaForCausalLM.forward
+
+    def needs_mask(self, input_ids=None, past_key_values=None, cache=None, attention_mask=None, **kwargs):
+        kwargs.update({name: value for name, value in (("past_key_values", past_key_values), ("cache", cache))
+                       if value is not None})
+        if attention_mask is None:
+            raise RuntimeError("The expanded size of the tensor (16) must match the existing size (4)")
+        return forward(self, input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+    monkeypatch.setattr(transformers.LlamaForCausalLM, "forward", needs_mask)
+    step = hf_target.make("cpu", model="llama", cache_len=16)
+    assert "without an attention mask the step fails" in step.features["mask_fallback"]
+    step.reset()
+    step.prepare(2)
+    assert step.mask[0].tolist() == [1] * (hf_target.PREFILL + 3) + [0] * (16 - hf_target.PREFILL - 3)
+    assert step.step().shape == (1, hf_configs.VOCAB)

@@ -52,6 +52,16 @@ EXCEPTIONS: dict[str, dict[str, Any]] = {
     # The default config places no attention layer (attn_layer_indices=None) while the family's
     # checkpoints do; one attention layer after one mamba layer keeps both kinds.
     "bamba": {"attn_layer_indices": [1]},
+    # The rotary embedding reads one entry per layer type, and its multimodal rope sections
+    # default to a 128-wide head; the default config sets neither, so transformers cannot build it.
+    "cohere_compass_text": {"rope_parameters": {
+        kind: {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [4, 2, 2]}
+        for kind in ("full_attention", "sliding_attention")}},
+    # The indexed-attention layers need the QSA indexer's sizes, which the default config leaves
+    # unset (None), so transformers cannot build it; one kv head and a budget the ratio divides,
+    # as its validator asks.
+    "qwen4_exp_text": {"indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": HEAD_DIM,
+                       "indexer_budget": 4, "indexer_compress_ratio": 2},
 }
 
 
@@ -67,8 +77,13 @@ def settable(config_cls) -> set[str]:
 def _get(config, key: str):
     try:
         return getattr(config, key)
-    except Exception:  # a property that raises on a default config (gemma4_text): treat as absent
-        return None
+    except Exception:
+        # A value set per layer reads as ambiguous on the whole config (dots3_note_text's heads):
+        # the class's own default stands for it. A property that raises on a default config
+        # (gemma4_text) has no field default and reads as absent.
+        fields = {f.name: f for f in dataclasses.fields(type(config))} if dataclasses.is_dataclass(config) else {}
+        default = getattr(fields.get(key), "default", None)
+        return None if default is dataclasses.MISSING else default
 
 
 def _int(value) -> bool:
@@ -218,7 +233,10 @@ def source_layer_types(config_cls) -> set[str]:
     found = set()
     for text in texts:
         for literal in re.findall(r"[\"'](\w+)[\"']", text):
-            literal = remap.get(literal, literal)
+            # A name the vocabulary allows is the family's own spelling (lfm2's "conv" in 5.17,
+            # though 5.17's legacy map sends "conv" to "linear_attention" for custom code only);
+            # a legacy name outside it is what transformers renames it to.
+            literal = literal if literal in vocabulary else remap.get(literal, literal)
             if literal in vocabulary:
                 found.add(literal)
     return found - {"window_attention", "reference_sliding_attention"}

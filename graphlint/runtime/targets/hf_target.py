@@ -43,7 +43,7 @@ class HFDecodeStep:
     """
 
     def __init__(self, device: torch.device, model, cache, batch: int, cache_len: int, seed: int,
-                 prefill: int = 0):
+                 prefill: int = 0, mask: bool = False):
         self.device = device
         self.model = model
         self.cache = cache
@@ -58,26 +58,38 @@ class HFDecodeStep:
         self.input_ids = torch.zeros(batch, 1, dtype=torch.long, device=device)
         self.position_ids = torch.zeros(batch, 1, dtype=torch.long, device=device)
         self.logits = torch.zeros(batch, vocab, dtype=torch.float32, device=device)
+        # A 2D mask over the whole static cache, as generate() passes with a StaticCache, for
+        # families whose step cannot run without one (bloom's alibi in transformers 5.17).
+        self.mask = torch.zeros(batch, cache_len, dtype=torch.long, device=device) if mask else None
         self.features: dict[str, Any] = {}
+
+    def _mask_kwargs(self) -> dict[str, Any]:
+        return {} if self.mask is None else {"attention_mask": self.mask}
 
     @torch.no_grad()
     def reset(self) -> None:  # graphlint: host
         self.cache.reset()  # in place: the cache keeps its addresses (and its device-side length)
         self.logits.zero_()
+        if self.mask is not None:
+            self.mask.zero_()
+            self.mask[:, : self.prefill] = 1
         if self.prefill:
             prompt = self.tokens[: self.prefill, :, 0].transpose(0, 1).contiguous()
             positions = torch.arange(self.prefill, device=self.device).expand(prompt.shape[0], -1)
-            self.model(input_ids=prompt, position_ids=positions, **{self.cache_arg: self.cache}, use_cache=True)
+            self.model(input_ids=prompt, position_ids=positions, **{self.cache_arg: self.cache}, use_cache=True,
+                       **self._mask_kwargs())
 
     def prepare(self, step: int) -> None:  # graphlint: host
         position = self.prefill + step % self.max_steps
         self.input_ids.copy_(self.tokens[position])
         self.position_ids.fill_(position)
+        if self.mask is not None:
+            self.mask[:, : position + 1] = 1
 
     @torch.no_grad()
     def step(self) -> torch.Tensor:
         out = self.model(input_ids=self.input_ids, position_ids=self.position_ids,
-                         **{self.cache_arg: self.cache}, use_cache=True)
+                         **{self.cache_arg: self.cache}, use_cache=True, **self._mask_kwargs())
         self.logits.copy_(out.logits[:, -1])
         return self.logits
 
@@ -90,7 +102,7 @@ def cache_argument(model) -> str | None:
 
 def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128, dtype: str = "float32",
          attn: str | None = None, experts: str | None = None, seed: int = 0, layers: int | None = None,
-         weights: str = "random", prefill: int = PREFILL, window: int = hf_configs.WINDOW) -> HFDecodeStep:
+         weights: str = "random", prefill: int = PREFILL, window: int | None = None) -> HFDecodeStep:
     """Build the decode step of `model` on `device`.
 
     `model`: an architecture name (`llama`, `mixtral`, `qwen3-moe`, or any transformers model_type;
@@ -100,8 +112,9 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     the architecture has no sdpa; the report says which ran). `experts`: the transformers experts
     implementation (eager, grouped_mm, batched_mm) for MoE models. `layers` overrides the number of
     layers; `prefill` is the prompt length run eagerly by reset() before the decode steps;
-    `window` the sliding window of an architecture name's small config (0: the family's own).
-    Raises ValueError on bad options and TargetError (`unsupported: ...` or with the location of
+    `window` the sliding window of an architecture name's small config (0: the family's own; by
+    default the smallest of WINDOW_TRIES under which the decode step runs, and the report says
+    when it is not the first). Raises ValueError on bad options and TargetError (`unsupported: ...` or with the location of
     the library's exception) when the model cannot be built or run.
     """
     try:
@@ -111,9 +124,46 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     if not model:
         raise ValueError("hf target: name a model (hf:llama, hf:path/to/config.json, or --option model=...)")
     _check_options(dtype, experts, weights, batch, cache_len, prefill)
-    if not isinstance(window, int) or window < 0:
+    if window is not None and (not isinstance(window, int) or window < 0):
         raise ValueError(f"window {window!r}: expected an integer >= 0 (0: the family's own window)")
     device = torch.device(device)
+    # Some families' code breaks on a window no longer than the prompt (dory's looped attention
+    # slices `window - 1 + q_len` keys against a window-long mask): a longer window that still
+    # slides within the run exercises the same code, where the shortest one cannot run at all.
+    windows = [window] if window is not None else list(WINDOW_TRIES)
+    failures = []
+    for tried in windows:
+        try:
+            step = _make_with_window(transformers, device, model, tried, batch, cache_len, dtype, attn,
+                                     experts, seed, layers, weights, prefill)
+        except TargetError as exc:
+            sliding = tried and _slides(transformers, model, layers, tried)
+            if tried is windows[-1] or not sliding or str(exc).startswith("unsupported"):
+                raise
+            failures.append(f"window {tried} fails ({exc})")
+            continue
+        if failures:
+            step.features["window_fallback"] = "; ".join(failures) + f": ran window {tried}"
+        return step
+    raise AssertionError("unreachable")
+
+
+# The default small window, then one twice as long: both shorter than the tokens any run takes
+# (prefill + trial + warm-up + traced steps), so the window slides either way.
+WINDOW_TRIES = (hf_configs.WINDOW, 2 * hf_configs.WINDOW)
+
+
+def _slides(transformers, model: str, layers: int | None, window: int) -> bool:
+    """The architecture name's small config sets a window (so another length may run)."""
+    try:
+        config = load_config(transformers, model, layers, window)
+    except Exception:
+        return False
+    return any(hf_configs._int(hf_configs._get(config, key)) for key in hf_configs.WINDOWS)
+
+
+def _make_with_window(transformers, device, model, window, batch, cache_len, dtype, attn, experts, seed,
+                      layers, weights, prefill) -> HFDecodeStep:
     config = load_config(transformers, model, layers, window)
     built, attn_used = _build(transformers, model, config, device, dtype, attn, experts, weights, seed)
     if cache_argument(built) is None:
@@ -125,12 +175,27 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
         raise TargetError(f"unsupported: a StaticCache cannot be made for {type(built).__name__}: "
                           f"{type(exc).__name__}: {exc}{_where(exc)}") from None
     step = HFDecodeStep(device, built, cache, batch, cache_len, seed, prefill=prefill)
-    _trial(step, attn_used)
+    mask_fallback = None
+    try:
+        _trial(step, attn_used)
+    except TargetError as exc:
+        if str(exc).startswith("unsupported"):
+            raise
+        # The step may need the 2D attention mask that generate() passes with a StaticCache:
+        # run it with one, and say so; the first error stands when that fails too.
+        step = HFDecodeStep(device, built, cache, batch, cache_len, seed, prefill=prefill, mask=True)
+        try:
+            _trial(step, attn_used)
+        except TargetError:
+            raise exc from None
+        mask_fallback = f"without an attention mask the step fails ({exc}): ran with a static 2D mask"
     step.features = {**hf_configs.features(built, cache), "attn": attn_used,
                      "experts": getattr(built.config, "_experts_implementation", None) if _is_moe(built) else None,
                      "prefill": prefill, "dtype": dtype}
     if attn is None and attn_used != "sdpa":
         step.features["attn_fallback"] = f"{type(built).__name__} has no sdpa support: ran attn={attn_used}"
+    if mask_fallback:
+        step.features["mask_fallback"] = mask_fallback
     return step
 
 
@@ -225,7 +290,7 @@ def _where(exc: BaseException) -> str:
     return f" (at {path}:{tb.tb_lineno})"
 
 
-def load_config(transformers, model: str, layers: int | None = None, window: int = hf_configs.WINDOW):
+def load_config(transformers, model: str, layers: int | None = None, window: int | None = hf_configs.WINDOW):
     """A config from a config.json file, a folder holding one, or an architecture name (made small)."""
     overrides = {"num_hidden_layers": layers} if layers else {}
     if os.path.isfile(model):
