@@ -43,6 +43,8 @@ def test_mla_dims_are_scaled_together_and_both_mlp_kinds_appear():
     ("jamba", {"linear_attention", "full_attention"}),
     ("bamba", {"linear_attention", "full_attention"}),
     ("gemma3_text", {"sliding_attention", "full_attention"}),
+    ("zamba2", {"linear_attention", "hybrid"}),  # its default writes 54 layer types whatever the count
+    ("gemma3n_text", {"sliding_attention", "full_attention"}),  # per-layer sizes: 35 entries, cut to depth
 ])
 def test_every_layer_kind_appears(model_type, kinds):
     config, found, _ = _kinds(model_type)

@@ -38,7 +38,7 @@ HEAD_COUNT_KEY = re.compile(r"num_.*heads$|^n_head.*|_n_heads$|num_heads$")
 LAYER_SWITCHES = {"first_k_dense_replace": 1, "moe_layer_freq": 2, "decoder_sparse_step": 2,
                   "moe_layer_interval": 2, "num_dense_layers": 1, "moe_layer_start_index": 1,
                   "full_attention_interval": 2, "attn_layer_period": 2, "expert_layer_period": 2,
-                  "sliding_window_pattern": 2, "max_window_layers": 1}
+                  "sliding_window_pattern": 2, "max_window_layers": 1, "num_kv_shared_layers": 1}
 # Switches that turn a family's sliding window on (qwen2 keeps it off by default).
 SLIDING_SWITCH = re.compile(r"^use_sliding_window$|^use_sliding_attention$|^use_swa$")
 OFFSETS = {"attn_layer_offset": "attn_layer_period", "expert_layer_offset": "expert_layer_period"}
@@ -276,9 +276,10 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
     if window and "sliding_attention" in source_layer_types(config_cls):
         _sliding_on(config_cls, dims, window)
     best = None
+    per_layer = _per_layer_lists(default, dims)
     for count in range(2, MAX_LAYERS + 1):
         try:
-            config = config_cls(**{**dims, "num_hidden_layers": count})
+            config = _at_depth(config_cls, dims, per_layer, count)
             kinds = layer_kinds(config, meta_model(transformers, config))
         except Exception:  # a count the config's validators refuse (a period longer than the layers)
             continue
@@ -288,8 +289,22 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
             if wanted_types <= have_types:
                 return config
     if best is None:
-        return full_depth if _get(full_depth, "num_hidden_layers") <= MAX_LAYERS else config_cls(**dims)
-    written = _with_types(best, wanted_types)
+        if _get(full_depth, "num_hidden_layers") <= MAX_LAYERS:
+            return full_depth
+        # A default layer list written out at full depth, whatever the layer count (zamba2's 54):
+        # its shortest prefix that holds every kind keeps the family's own order.
+        prefix = _kinds_prefix(_layer_types(full_depth))
+        if prefix and "layer_types" in settable(config_cls):
+            try:
+                config = config_cls(**{**dims, "num_hidden_layers": len(prefix), "layer_types": prefix})
+                meta_model(transformers, config)
+                return config
+            except Exception:  # the family builds only its full list
+                pass
+        return config_cls(**dims)
+    # A layer list the class takes only as written (cut to the depth above) is the family's own:
+    # kinds its source names beyond it are not written in (zamba2's attention lives in "hybrid").
+    written = None if best.num_hidden_layers in _refused_counts(config_cls, dims) else _with_types(best, wanted_types)
     if written is not None:
         try:
             config = config_cls(**{**dims, "num_hidden_layers": len(written), "layer_types": written})
@@ -298,6 +313,58 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
         except Exception:  # a named kind the architecture does not build after all
             pass
     return best
+
+
+def _per_layer_lists(default, dims: dict[str, Any]) -> dict[str, list]:
+    """Settable lists with one entry per layer of the default config (gemma3n_text's
+    intermediate sizes and activation sparsity, a layer_types list written at full depth)."""
+    layers = _get(default, "num_hidden_layers")
+    if not _int(layers):
+        return {}
+    found = {}
+    aliases = getattr(type(default), "attribute_map", {}) or {}
+    for key in settable(type(default)):
+        if key in aliases:
+            continue  # zamba2's layer_types names layers_block_type: one list, given once
+        value = dims.get(key, _get(default, key))
+        if isinstance(value, list) and len(value) == layers:
+            found[key] = value
+    return found
+
+
+def _refused_counts(config_cls, dims: dict[str, Any]) -> set[int]:
+    """Layer counts the config class refuses without its per-layer lists cut to them."""
+    refused = set()
+    for count in range(2, MAX_LAYERS + 1):
+        try:
+            config_cls(**{**dims, "num_hidden_layers": count})
+        except Exception:
+            refused.add(count)
+    return refused
+
+
+def _at_depth(config_cls, dims: dict[str, Any], per_layer: dict[str, list], count: int):
+    """The config at `count` layers; where the config class refuses that count as given, its
+    per-layer lists cut to their first `count` entries (the family's own order kept)."""
+    try:
+        return config_cls(**{**dims, "num_hidden_layers": count})
+    except Exception:
+        if not per_layer:
+            raise
+    return config_cls(**{**dims, **{k: v[:count] for k, v in per_layer.items()}, "num_hidden_layers": count})
+
+
+def _kinds_prefix(types: list | None) -> list | None:
+    """The shortest prefix of `types` holding each kind in it (one of each, in order of first
+    appearance, when that prefix is longer than MAX_LAYERS)."""
+    if not types:
+        return None
+    kinds = set(types)
+    for end in range(1, len(types) + 1):
+        if set(types[:end]) == kinds:
+            prefix = list(types[:end])
+            return prefix if len(prefix) <= MAX_LAYERS else list(dict.fromkeys(types))
+    return None
 
 
 def _sliding_on(config_cls, dims: dict[str, Any], window: int) -> None:
