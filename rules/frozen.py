@@ -98,6 +98,26 @@ class FrozenScalar(Rule):
         "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
         "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    for _ in range(n):\n"
         "        decode_one(cache, kv, 0)\n",
+        # A length set under a test of the fill counter is one phase's (the window filling, then
+        # full: constant for every decode step once full), not a value that moves every step.
+        "class SlidingLayer:\n    def __init__(self, w: int):\n        self.w = w\n        self.filled = 0\n"
+        "    def update(self, n: int):\n        self.filled += n\n"
+        "    def get_mask_sizes(self, q_len: int):\n        is_full = self.filled >= self.w\n"
+        "        if is_full:\n            kv_length = self.w + q_len - 1\n"
+        "        else:\n            kv_length = self.filled + q_len\n        return kv_length, 0\n"
+        "def mask(cache, q_len: int, device):\n"
+        "    kv_length, kv_offset = cache.get_mask_sizes(q_len)\n"
+        "    return shifted(q_len, kv_length=kv_length, device=device)\n"
+        "def shifted(q_len: int, kv_length: int, device=None):\n"
+        "    return torch.arange(q_len, device=device) + kv_length\n",
+        # A cache layer whose mask offsets are constants (transformers' full-attention static
+        # layer): nothing per-step reaches the mask's arithmetic.
+        "class FullLayer:\n    def get_mask_sizes(self, q_len: int):\n        return 16, 0\n"
+        "def mask(cache, q_len: int, device):\n"
+        "    kv_length, kv_offset = cache.get_mask_sizes(q_len)\n"
+        "    return sdpa_mask(q_len, kv_length=kv_length, kv_offset=kv_offset, device=device)\n"
+        "def sdpa_mask(q_len: int, kv_length: int, kv_offset: int = 0, device=None):\n"
+        "    return torch.arange(kv_length, device=device) + kv_offset\n",
         # lmdeploy messages.py: a host (numpy) history buffer indexed by the count it advances.
         "import numpy as np\nclass History:\n    def __init__(self):\n        self._data = np.zeros(8)\n"
         "        self._num_real = 0\n    def append(self, new_data):\n        n = len(new_data)\n"
@@ -127,6 +147,17 @@ class FrozenScalar(Rule):
         "        self.filled = 0\n        self.w = w\n"
         "    def append(self, kv: torch.Tensor):\n        self.cache[:, self.filled % self.w] = kv\n"
         "        self.filled += 1\n",
+        # By dataflow across functions: transformers' static sliding-window layer returns its mask
+        # offset from a counter it advances; the mask helper unpacks it and passes it on by
+        # keyword; the mask adds it to an arange (masking_utils.py:531, seen frozen at runtime).
+        "class SlidingLayer:\n    def __init__(self, w: int):\n        self.w = w\n        self.filled = 0\n"
+        "    def update(self, n: int):\n        self.filled += n\n"
+        "    def get_mask_sizes(self, q_len: int):\n        return self.w, max(self.filled - self.w + 1, 0)\n"
+        "def mask(cache, q_len: int, device):\n"
+        "    kv_length, kv_offset = cache.get_mask_sizes(q_len)\n"
+        "    return sdpa_mask(q_len, kv_length=kv_length, kv_offset=kv_offset, device=device)\n"
+        "def sdpa_mask(q_len: int, kv_length: int, kv_offset: int = 0, device=None):\n"
+        "    return torch.arange(kv_length, device=device) + kv_offset\n",
         # ... and an offset the decode loop advances and passes to the step.
         "def decode_one(cache: torch.Tensor, kv: torch.Tensor, offset):\n    cache[:, offset] = kv\n"
         "def generate(cache: torch.Tensor, kv: torch.Tensor, n: int):\n    offset = 0\n    for _ in range(n):\n"

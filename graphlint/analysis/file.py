@@ -27,6 +27,7 @@ from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
+from graphlint.analysis.step_values import step_values
 from graphlint.analysis import shape
 from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
 from graphlint.config import DEFAULT_MAX_FILE_SIZE
@@ -339,7 +340,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         inference = Inference(facts, info.class_name, env=env, external=known)
         function_facts = inference.run_function(info.node, is_method=info.class_name is not None,
                                                 qualname=info.qualname)
-        summaries.append(function_summary(info.qualname, info.class_name, inference))
+        summary = function_summary(info.qualname, info.class_name, inference)
+        summary.update(step_values(info.node, facts.class_advanced(info.class_name) if info.class_name else set(),
+                                   function_facts.of))
+        summaries.append(summary)
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from graphlint.analysis import catalog
 from graphlint.callgraph.values import package_module
 
 # Each round resolves one more level of forwarding (a parameter passed on, a call returned);
@@ -213,6 +214,7 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
                 if chosen:
                     steps.setdefault((index.modules[callee[0]], callee[1]["q"]), set()).update(chosen)
     step_names, step_attrs = _learned_step_names(index, steps)
+    step_names |= _learned_step_keywords(index, _step_returns(index))
 
     subclass_attrs = _subclass_attrs(index)
     out: list[dict[str, Any]] = []
@@ -313,6 +315,68 @@ _POSITION_WORDS = frozenset({
 
 def _position_like(name: str) -> bool:
     return bool(_POSITION_WORDS.intersection(name.lower().split("_")))
+
+
+_MAX_STEP_DEFINITIONS = catalog.call_graph("step_returns", "max_definitions")
+
+
+def _step_returns(index: Any) -> _StepReturns:
+    """Which functions return a per-step value, and at which tuple positions (-1: the whole
+    value), joined to a fixpoint over the symbolic sources of graphlint.analysis.step_values: a
+    call by name is per-step when some linted function of that name returns one (a may-fact, as
+    a loop advancing an argument is), a method called on `self` when the class's own does."""
+    steps = _StepReturns(index)
+    for _ in range(_ROUNDS):
+        changed = False
+        for module, summary in zip(index.modules, index.summaries):
+            for function in summary["functions"]:
+                for position, sources in (function.get("sret") or {}).items():
+                    key = (module, function["q"])
+                    if int(position) not in steps.by_function.get(key, ()) and \
+                            any(steps.per_step(s, module, function) for s in sources):
+                        steps.add(key, int(position))
+                        changed = True
+        if not changed:
+            break
+    return steps
+
+
+class _StepReturns:
+    def __init__(self, index: Any):
+        self.index = index
+        self.by_function: dict[tuple[str, str], set[int]] = {}
+        self.by_name: dict[str, set[int]] = {}
+        self.definitions: dict[str, int] = {}
+        for summary in index.summaries:
+            for function in summary["functions"]:
+                name = function["q"].rpartition(".")[2]
+                self.definitions[name] = self.definitions.get(name, 0) + 1
+
+    def add(self, key: tuple[str, str], position: int) -> None:
+        self.by_function.setdefault(key, set()).add(position)
+        name = key[1].rpartition(".")[2]
+        if self.definitions.get(name, 0) <= _MAX_STEP_DEFINITIONS:
+            self.by_name.setdefault(name, set()).add(position)
+
+    def per_step(self, source: Sequence, module: str, function: Mapping[str, Any]) -> bool:
+        tag = source[0]
+        if tag == "s":
+            return True
+        if tag == "m" and function.get("cls"):
+            own = self.index.function(f"self:{function['cls']}.{source[1]}", module)
+            if own is not None:
+                return source[2] in self.by_function.get((self.index.modules[own[0]], own[1]["q"]), ())
+        return tag in ("c", "m") and source[2] in self.by_name.get(source[1], ())
+
+
+def _learned_step_keywords(index: Any, steps: _StepReturns) -> set[str]:
+    """Keywords some call passes a per-step value under (`kv_offset=kv_offset`), named as a
+    position or a length: the parameter of that name is per-step wherever it is taken."""
+    if not steps.by_function:
+        return set()
+    return {keyword for module, summary in zip(index.modules, index.summaries) for function in summary["functions"]
+            for keyword, sources in (function.get("skw") or {}).items()
+            if _position_like(keyword) and any(steps.per_step(s, module, function) for s in sources)}
 
 
 def _learned_step_names(index: Any, steps: dict[tuple[str, str], set[str]]) -> tuple[set[str], set[str]]:
