@@ -110,6 +110,15 @@ class FrozenScalar(Rule):
         "    return shifted(q_len, kv_length=kv_length, device=device)\n"
         "def shifted(q_len: int, kv_length: int, device=None):\n"
         "    return torch.arange(q_len, device=device) + kv_length\n",
+        # A counter moved only in one phase (the prompt's length, advanced under `if prefill:`)
+        # is no per-step value: unlimited_ocr's reference layer counts its prefill this way.
+        "class PrefixLayer:\n    def __init__(self):\n        self.prefill_len = 0\n"
+        "    def update(self, n: int, prefill: bool):\n        if prefill:\n            self.prefill_len += n\n"
+        "    def get_seq_length(self):\n        return self.prefill_len\n"
+        "def shift(cache, q_len: int, device):\n    past_seen_tokens = cache.get_seq_length()\n"
+        "    return bias(q_len, device=device, past_seen_tokens=past_seen_tokens)\n"
+        "def bias(q_len: int, device=None, past_seen_tokens=0):\n"
+        "    return torch.arange(q_len, device=device) + past_seen_tokens\n",
         # A cache layer whose mask offsets are constants (transformers' full-attention static
         # layer): nothing per-step reaches the mask's arithmetic.
         "class FullLayer:\n    def get_mask_sizes(self, q_len: int):\n        return 16, 0\n"

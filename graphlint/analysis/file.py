@@ -27,7 +27,7 @@ from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
-from graphlint.analysis.step_values import step_values
+from graphlint.analysis.step_values import step_values, unconditional_counters
 from graphlint.analysis import shape
 from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
 from graphlint.config import DEFAULT_MAX_FILE_SIZE
@@ -329,6 +329,17 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     raw: list[RawFinding] = []
     known = ExternalFacts.from_dict(external)
     summaries = []
+    every_call = unconditional_counters(module)
+
+    def _class_counters(name: str, seen: frozenset = frozenset()) -> set[str]:
+        """The class's and its same-file bases' counters advanced on every call."""
+        if name in seen:
+            return set()
+        found = set(every_call.get(name, ()))
+        for base in getattr(facts.classes.get(name), "bases", ()):
+            found |= _class_counters(base.rsplit(".", 1)[-1], seen | {name})
+        return found
+
     final_envs: dict[str, dict] = {}  # qualname -> the facts at the end of that function
     for info in functions:
         # A closure reads the names of the function it is defined in (`nonlocal` or not): they
@@ -341,8 +352,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         function_facts = inference.run_function(info.node, is_method=info.class_name is not None,
                                                 qualname=info.qualname)
         summary = function_summary(info.qualname, info.class_name, inference)
-        summary.update(step_values(info.node, facts.class_advanced(info.class_name) if info.class_name else set(),
-                                   function_facts.of))
+        # The class's counters that move on every call (and hold host values, as inference says).
+        counters = (facts.class_advanced(info.class_name) & _class_counters(info.class_name)
+                    if info.class_name else set())
+        summary.update(step_values(info.node, counters, function_facts.of))
         summaries.append(summary)
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)

@@ -53,6 +53,38 @@ def step_values(function: cst.FunctionDef, advanced: set[str],
     return out
 
 
+def unconditional_counters(module: cst.Module) -> dict[str, set[str]]:
+    """Per class (by name, nested classes included): the `self` attributes one of its methods
+    other than the dunders advances (`self.filled += n`) on every call, not under an `if`,
+    `while` or `match` (a prefill-only counter moves in one phase, not every step)."""
+    found: dict[str, set[str]] = {}
+    stack: list[cst.CSTNode] = [module]
+    while stack:
+        node = stack.pop()
+        for child in getattr(getattr(node, "body", None), "body", getattr(node, "body", ())) or ():
+            if isinstance(child, cst.ClassDef):
+                stack.append(child)
+                counters = found.setdefault(child.name.value, set())
+                for method in child.body.body:
+                    if isinstance(method, cst.FunctionDef) and not method.name.value.startswith("__"):
+                        counters |= _advanced_on_every_call(method.body)
+    return found
+
+
+def _advanced_on_every_call(body: cst.BaseSuite) -> set[str]:
+    found = set()
+    for statement in getattr(body, "body", ()):
+        if isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:
+                if isinstance(small, cst.AugAssign) and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)) \
+                        and isinstance(small.target, cst.Attribute) and isinstance(small.target.value, cst.Name) \
+                        and small.target.value.value == "self":
+                    found.add(small.target.attr.value)
+        elif isinstance(statement, (cst.For, cst.With, cst.Try)):
+            found |= _advanced_on_every_call(statement.body)
+    return found
+
+
 def _statements(body: cst.BaseSuite, tests: tuple = ()) -> Iterable[tuple[cst.CSTNode, tuple]]:
     """Every simple statement and compound header in source order, nested blocks included, each
     with the tests of the `if`/`while`/`match` blocks around it; nested functions and classes
