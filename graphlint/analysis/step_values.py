@@ -18,6 +18,7 @@ from typing import Any, Callable, Iterable
 import libcst as cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.children import iter_code
 from graphlint.analysis.inference import DEVICE, HOST_TENSOR, MODULE, MODULE_LIST, Value
 
 # A source: ("s",) an advanced self attribute; ("c", name, position) the result of a call of
@@ -38,13 +39,23 @@ def step_values(function: cst.FunctionDef, advanced: set[str],
     what graphlint.analysis.inference made of each expression (tensors carry no source)."""
     walker = _Walker(advanced, value_of)
     statements = list(_statements(function.body))
-    for _ in range(2):  # a second pass lets loop-carried and out-of-order assignments settle
+    for final in (False, True):  # a second pass lets loop-carried and out-of-order assignments settle
+        flagged: dict[int, bool] = {}  # per test, once a pass (a block's statements share them)
         for statement, tests in statements:
             # Under a test of a per-step value (`if is_full:` on the class's fill counter) a value
             # is one phase's (the window filling, then full), not one that moves every step:
             # transformers' sliding layer returns a kv_length that is constant once full.
-            walker.phase = any(walker.flags(test) for test in tests)
-            walker.statement(statement)
+            phase = False
+            for test in tests:
+                key = id(test)
+                if key not in flagged:
+                    flagged[key] = walker.flags(test)
+                if flagged[key]:
+                    phase = True
+                    break
+            walker.phase = phase
+            # Returns and keywords are read once the names have settled, on the last pass.
+            walker.statement(statement, final)
     out: dict[str, Any] = {}
     if walker.returns:
         out["sret"] = {str(pos): sorted(map(list, found)) for pos, found in sorted(walker.returns.items())}
@@ -140,20 +151,17 @@ class _Walker:
 
     def flags(self, test: cst.BaseExpression) -> bool:
         """A test reads a per-step value, directly or through a name bound to such a test."""
-        stack = [test]
-        while stack:
-            node = stack.pop()
+        if not (self.env or self.flag_env or self.advanced):
+            return False
+        for node in (test, *iter_code(test, skip=(cst.Lambda,))):
             if isinstance(node, cst.Name) and (self.env.get(node.value) or self.flag_env.get(node.value)):
                 return True
             if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) \
                     and node.value.value == "self" and node.attr.value in self.advanced:
                 return True
-            if isinstance(node, (cst.Lambda, cst.Call)) and not isinstance(node, cst.Call):
-                continue
-            stack.extend(node.children)
         return False
 
-    def statement(self, node: cst.CSTNode) -> None:
+    def statement(self, node: cst.CSTNode, final: bool = True) -> None:
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 self.bind(target.target, node.value)
@@ -161,25 +169,26 @@ class _Walker:
             self.bind(node.target, node.value)
         elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Name) and not self.phase:
             self.env.setdefault(node.target.value, set()).update(self.sources(node.value))
-        elif isinstance(node, cst.Return) and node.value is not None and not self.phase:
+        elif isinstance(node, cst.Return) and node.value is not None and not self.phase and final:
             value = node.value
             if isinstance(value, cst.Tuple) and not any(isinstance(e, cst.StarredElement) for e in value.elements):
                 for position, element in enumerate(value.elements):
                     self._add(self.returns, position, self.sources(element.value))
             else:
                 self._add(self.returns, -1, self.sources(value))
-        self.calls(node)
+        if final:
+            self.calls(node)
 
     def calls(self, node: cst.CSTNode) -> None:
         """The keyword arguments of every call in a simple statement or a compound header."""
-        header = node
+        headers: list[cst.CSTNode] = [node]
         if isinstance(node, cst.BaseCompoundStatement):
-            header = getattr(node, "test", None) or getattr(node, "iter", None) or getattr(node, "subject", None)
             if isinstance(node, cst.With):
-                header = cst.Tuple([cst.Element(item.item) for item in node.items])
-            if header is None:
-                return
-        for call in _calls_in(header):
+                headers = [item.item for item in node.items]
+            else:
+                header = getattr(node, "test", None) or getattr(node, "iter", None) or getattr(node, "subject", None)
+                headers = [header] if header is not None else []
+        for call in (c for header in headers for c in _calls_in(header)):
             for arg in call.args:
                 if arg.keyword is not None and not arg.star:
                     found = self.sources(arg.value)
@@ -253,12 +262,9 @@ def _on_self(call: cst.Call) -> bool:
 
 
 def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
-    """The calls inside `node`, not inside lambdas (they run at another time)."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        if isinstance(current, cst.Lambda):
-            continue
+    """The calls in `node` (itself included), not inside lambdas (they run at another time)."""
+    if isinstance(node, cst.Call):
+        yield node
+    for current in iter_code(node, skip=(cst.Lambda,)):
         if isinstance(current, cst.Call):
             yield current
-        stack.extend(current.children)
