@@ -277,9 +277,12 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
         _sliding_on(config_cls, dims, window)
     best = None
     per_layer = _per_layer_lists(default, dims)
+    cut_counts = set()  # counts the class took only with its per-layer lists cut to them
     for count in range(2, MAX_LAYERS + 1):
         try:
-            config = _at_depth(config_cls, dims, per_layer, count)
+            config, cut = _at_depth(config_cls, dims, per_layer, count)
+            if cut:
+                cut_counts.add(count)
             kinds = layer_kinds(config, meta_model(transformers, config))
         except Exception:  # a count the config's validators refuse (a period longer than the layers)
             continue
@@ -289,22 +292,10 @@ def small_config(transformers, model_type: str, overrides: dict[str, Any] | None
             if wanted_types <= have_types:
                 return config
     if best is None:
-        if _get(full_depth, "num_hidden_layers") <= MAX_LAYERS:
-            return full_depth
-        # A default layer list written out at full depth, whatever the layer count (zamba2's 54):
-        # its shortest prefix that holds every kind keeps the family's own order.
-        prefix = _kinds_prefix(_layer_types(full_depth))
-        if prefix and "layer_types" in settable(config_cls):
-            try:
-                config = config_cls(**{**dims, "num_hidden_layers": len(prefix), "layer_types": prefix})
-                meta_model(transformers, config)
-                return config
-            except Exception:  # the family builds only its full list
-                pass
-        return config_cls(**dims)
+        return full_depth if _get(full_depth, "num_hidden_layers") <= MAX_LAYERS else config_cls(**dims)
     # A layer list the class takes only as written (cut to the depth above) is the family's own:
     # kinds its source names beyond it are not written in (zamba2's attention lives in "hybrid").
-    written = None if best.num_hidden_layers in _refused_counts(config_cls, dims) else _with_types(best, wanted_types)
+    written = None if best.num_hidden_layers in cut_counts else _with_types(best, wanted_types)
     if written is not None:
         try:
             config = config_cls(**{**dims, "num_hidden_layers": len(written), "layer_types": written})
@@ -332,39 +323,16 @@ def _per_layer_lists(default, dims: dict[str, Any]) -> dict[str, list]:
     return found
 
 
-def _refused_counts(config_cls, dims: dict[str, Any]) -> set[int]:
-    """Layer counts the config class refuses without its per-layer lists cut to them."""
-    refused = set()
-    for count in range(2, MAX_LAYERS + 1):
-        try:
-            config_cls(**{**dims, "num_hidden_layers": count})
-        except Exception:
-            refused.add(count)
-    return refused
-
-
 def _at_depth(config_cls, dims: dict[str, Any], per_layer: dict[str, list], count: int):
-    """The config at `count` layers; where the config class refuses that count as given, its
-    per-layer lists cut to their first `count` entries (the family's own order kept)."""
+    """(the config at `count` layers, whether it needed its per-layer lists cut): where the config
+    class refuses that count as given, the lists are cut to their first `count` entries (the
+    family's own order kept)."""
     try:
-        return config_cls(**{**dims, "num_hidden_layers": count})
+        return config_cls(**{**dims, "num_hidden_layers": count}), False
     except Exception:
         if not per_layer:
             raise
-    return config_cls(**{**dims, **{k: v[:count] for k, v in per_layer.items()}, "num_hidden_layers": count})
-
-
-def _kinds_prefix(types: list | None) -> list | None:
-    """The shortest prefix of `types` holding each kind in it (one of each, in order of first
-    appearance, when that prefix is longer than MAX_LAYERS)."""
-    if not types:
-        return None
-    kinds = set(types)
-    for end in range(1, len(types) + 1):
-        if set(types[:end]) == kinds:
-            prefix = list(types[:end])
-            return prefix if len(prefix) <= MAX_LAYERS else list(dict.fromkeys(types))
-    return None
+    return config_cls(**{**dims, **{k: v[:count] for k, v in per_layer.items()}, "num_hidden_layers": count}), True
 
 
 def _sliding_on(config_cls, dims: dict[str, Any], window: int) -> None:

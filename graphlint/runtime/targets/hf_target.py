@@ -133,12 +133,12 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
     windows = [window] if window is not None else list(WINDOW_TRIES)
     failures = []
     for tried in windows:
+        config = load_config(transformers, model, layers, tried)
         try:
-            step = _make_with_window(transformers, device, model, tried, batch, cache_len, dtype, attn,
-                                     experts, seed, layers, weights, prefill)
+            step = _make_from_config(transformers, device, model, config, batch, cache_len, dtype, attn,
+                                     experts, seed, weights, prefill)
         except TargetError as exc:
-            sliding = tried and _slides(transformers, model, layers, tried)
-            if tried is windows[-1] or not sliding or str(exc).startswith("unsupported"):
+            if tried is windows[-1] or not (tried and _slides(config)) or str(exc).startswith("unsupported"):
                 raise
             failures.append(f"window {tried} fails ({exc})")
             continue
@@ -153,18 +153,13 @@ def make(device, model: str | None = None, batch: int = 1, cache_len: int = 128,
 WINDOW_TRIES = (hf_configs.WINDOW, 2 * hf_configs.WINDOW)
 
 
-def _slides(transformers, model: str, layers: int | None, window: int) -> bool:
-    """The architecture name's small config sets a window (so another length may run)."""
-    try:
-        config = load_config(transformers, model, layers, window)
-    except Exception:
-        return False
+def _slides(config) -> bool:
+    """The config sets a window (so another length may run)."""
     return any(hf_configs._int(hf_configs._get(config, key)) for key in hf_configs.WINDOWS)
 
 
-def _make_with_window(transformers, device, model, window, batch, cache_len, dtype, attn, experts, seed,
-                      layers, weights, prefill) -> HFDecodeStep:
-    config = load_config(transformers, model, layers, window)
+def _make_from_config(transformers, device, model, config, batch, cache_len, dtype, attn, experts, seed,
+                      weights, prefill) -> HFDecodeStep:
     built, attn_used = _build(transformers, model, config, device, dtype, attn, experts, weights, seed)
     if cache_argument(built) is None:
         raise TargetError(f"unsupported: {type(built).__name__}.forward takes no cache argument "
@@ -290,7 +285,7 @@ def _where(exc: BaseException) -> str:
     return f" (at {path}:{tb.tb_lineno})"
 
 
-def load_config(transformers, model: str, layers: int | None = None, window: int | None = hf_configs.WINDOW):
+def load_config(transformers, model: str, layers: int | None = None, window: int = hf_configs.WINDOW):
     """A config from a config.json file, a folder holding one, or an architecture name (made small)."""
     overrides = {"num_hidden_layers": layers} if layers else {}
     if os.path.isfile(model):
