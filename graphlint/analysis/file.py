@@ -330,16 +330,6 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     known = ExternalFacts.from_dict(external)
     summaries = []
     every_call = unconditional_counters(module)
-
-    def _class_counters(name: str, seen: frozenset = frozenset()) -> set[str]:
-        """The class's and its same-file bases' counters advanced on every call."""
-        if name in seen:
-            return set()
-        found = set(every_call.get(name, ()))
-        for base in getattr(facts.classes.get(name), "bases", ()):
-            found |= _class_counters(base.rsplit(".", 1)[-1], seen | {name})
-        return found
-
     final_envs: dict[str, dict] = {}  # qualname -> the facts at the end of that function
     for info in functions:
         # A closure reads the names of the function it is defined in (`nonlocal` or not): they
@@ -353,7 +343,8 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
                                                 qualname=info.qualname)
         summary = function_summary(info.qualname, info.class_name, inference)
         # The class's counters that move on every call (and hold host values, as inference says).
-        counters = (facts.class_advanced(info.class_name) & _class_counters(info.class_name)
+        counters = (facts.class_advanced(info.class_name)
+                    & set().union(*(every_call.get(c, ()) for c in facts.lineage(info.class_name)))
                     if info.class_name else set())
         summary.update(step_values(info.node, counters, function_facts.of))
         summaries.append(summary)

@@ -216,14 +216,18 @@ class ModuleFacts:
                 return True
         return False
 
-    def class_advanced(self, name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+    def lineage(self, name: str, seen: frozenset[str] = frozenset()) -> list[str]:
+        """The class and its same-file bases, by name (each once, a cycle cut)."""
         info = self.classes.get(name)
         if info is None or name in seen:
-            return set()
-        found = set(info.advanced)
+            return []
+        found = [name]
         for base in info.bases:
-            found |= self.class_advanced(base.rsplit(".", 1)[-1], seen | {name})
+            found += [c for c in self.lineage(base.rsplit(".", 1)[-1], seen | {name}) if c not in found]
         return found
+
+    def class_advanced(self, name: str) -> set[str]:
+        return set().union(*(self.classes[c].advanced for c in self.lineage(name)))
 
     def class_attrs(self, name: str, seen: frozenset[str] = frozenset()) -> dict[str, Value]:
         """Attributes of a class and of its same-file bases (a subclass's own assignment wins)."""
