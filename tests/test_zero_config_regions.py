@@ -263,6 +263,60 @@ def test_engine_step_flags_debug_switches_and_early_exits_are_not_the_captured_s
     assert sorted((f.rule, f.line) for f in findings) == [("GL101", 21)]
 
 
+def test_another_backends_arm_and_the_arm_a_comment_calls_capturing_are_not_the_captured_step(tmp_path):
+    # graphlint/data/zones.toml: platform_flags and capture_comments. Each flagged line is a
+    # valid counterpart: the CUDA arm, a comment that explains a sync rather than stating the
+    # arm's state, and the arm opposite a "not capturing" comment.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        SYSTEM = "cuda"
+
+        class Layer(nn.Module):
+            def forward(self, x: torch.Tensor, data):
+                if SYSTEM == "ipex":
+                    a = x.max().item()              # IPEX only
+                if data.use_sgmv and SYSTEM == "ipex":
+                    b = x.max().item()              # IPEX only (a conjunction)
+                if x.device.type in ("cpu", "mps"):
+                    c = x.max().item()              # CPU or MPS only
+                if not current_platform.is_npu():
+                    pass
+                else:
+                    d = x.max().item()              # NPU only (the else of a negated test)
+                if x.device.type == "cuda":
+                    e = x.max().item()              # the CUDA arm: flagged
+                return self.meta(x) + self.pick(x)
+
+            def meta(self, x: torch.Tensor):
+                if self.tokens_cpu is None:
+                    # we are capturing cuda graph
+                    return x
+                return x.max().item()               # after the capturing arm returned: eager
+
+            def pick(self, x: torch.Tensor):
+                if self.flag:
+                    # avoid a sync during CUDA graph capture
+                    f = 1
+                else:
+                    g = x.max().item()              # the comment states no arm: flagged
+                if self.other:
+                    h = x.max().item()              # opposite the capturing arm: eager
+                else:
+                    # During CUDA Graph capture, all set false
+                    h = 0
+                if self.third:
+                    # not capturing: the eager path
+                    i = 1
+                else:
+                    j = x.max().item()              # a negated comment states nothing: flagged
+                return x
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL1",)), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 20), ("GL101", 34), ("GL101", 44)]
+
+
 def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
     # A loop advances a keyword argument and an attribute of a passed object; the functions that
     # receive them (under the same name, or reading the attribute) freeze a per-step value.

@@ -1,7 +1,8 @@
 """Per-file facts that decide regions without configuration: where a function captures a CUDA
 graph (and what it captures), whether it replays one, and which of its branches are not part
 of the captured decode step (training-only, lazy first-call initialisation, prefill-only,
-debug-only), including the rest of a block after an early exit from such a branch's other arm.
+debug-only, another backend's, the arm a comment calls the not-capturing one), including the
+rest of a block after an early exit from such a branch's other arm.
 
 Capture sites: `with torch.cuda.graph(...)` (its body), `g.capture_begin()` ... `g.capture_end()`
 (the statements between), `torch.cuda.make_graphed_callables(f, ...)`, `torch.compile(f,
@@ -39,6 +40,9 @@ LAZY_INIT = "lazy-init"
 PREFILL_ONLY = "prefill-only"
 DEBUG_ONLY = "debug-only"
 EAGER_ONLY = "eager-only"
+OTHER_PLATFORM = "other-platform"
+# Every kind above: code of a per-step function that the captured step does not run.
+NOT_CAPTURED_KINDS = (TRAINING_ONLY, LAZY_INIT, PREFILL_ONLY, DEBUG_ONLY, EAGER_ONLY, OTHER_PLATFORM)
 
 
 def _patterns(key: str) -> re.Pattern[str]:
@@ -53,6 +57,11 @@ _CAPTURE_NAME = _patterns("capture")
 _CONFIG_WORDS = catalog.zones("step_flags", "config_words")
 _DEBUG_WORDS = catalog.zones("debug_flags", "words")
 _DEBUG_CALLS = catalog.zones("debug_flags", "calls")
+_PLATFORM_VALUES = frozenset(catalog.zones("platform_flags", "values"))
+_PLATFORM_NAME = re.compile("|".join(f"(?:{p})" for p in catalog.zones("platform_flags", "names")))
+_PLATFORM_CALL = re.compile("|".join(f"(?:{p})" for p in catalog.zones("platform_flags", "calls")))
+_CAPTURE_STATE = re.compile("|".join(f"(?:{p})" for p in catalog.zones("capture_comments", "states")))
+_CAPTURE_NEGATION = re.compile("|".join(f"(?:{p})" for p in catalog.zones("capture_comments", "negations")))
 
 
 @dataclass
@@ -272,6 +281,54 @@ def _debug_flag(node: cst.BaseExpression) -> bool:
     return name is not None and bool(_DEBUG_WORDS.intersection(name.split("_")))
 
 
+def _platform_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and str(node.evaluated_value).lower() in _PLATFORM_VALUES
+
+
+def _platform_test(node: cst.BaseExpression) -> bool:
+    """A test that holds only on a backend without CUDA graphs: `SYSTEM == "ipex"`,
+    `x.device.type in ("cpu", "mps")`, `_is_npu`, `current_platform.is_xpu()`,
+    `torch.xpu.is_available()`."""
+    if isinstance(node, cst.Comparison):
+        if len(node.comparisons) != 1:
+            return False
+        operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(operator, cst.Equal):
+            return _platform_literal(right) or _platform_literal(node.left)
+        if isinstance(operator, cst.In) and isinstance(right, (cst.Tuple, cst.List, cst.Set)) and right.elements:
+            return all(_platform_literal(element.value) for element in right.elements)
+        return False
+    if isinstance(node, cst.Call) and not node.args and _PLATFORM_CALL.fullmatch(dotted(node.func) or ""):
+        return True
+    name = _flag_name(node)
+    return name is not None and bool(_PLATFORM_NAME.fullmatch(name))
+
+
+def _first_comment(block: cst.CSTNode | None) -> str | None:
+    """The first comment of an arm: on its header line, or above its first statement."""
+    if isinstance(block, cst.SimpleStatementSuite):
+        comment = block.trailing_whitespace.comment
+        return comment.value if comment is not None else None
+    if not isinstance(block, cst.IndentedBlock):
+        return None
+    if block.header.comment is not None:
+        return block.header.comment.value
+    for line in block.body[0].leading_lines if block.body else ():
+        if line.comment is not None:
+            return line.comment.value
+    return None
+
+
+def states_capture(block: cst.CSTNode | None) -> bool:
+    """Whether an arm's first comment says that it is the arm taken while a graph is captured
+    (`# we are capturing cuda graph`); the other arm is then the eager path."""
+    comment = _first_comment(block)
+    if comment is None:
+        return False
+    text = comment.lstrip("#").strip().lower()
+    return bool(_CAPTURE_STATE.match(text)) and not _CAPTURE_NEGATION.search(text)
+
+
 def _negated_flag(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Not):
         return _step_flag(node.expression)
@@ -311,6 +368,9 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         return PREFILL_ONLY, negated if step_kind == "prefill" else not negated
     if _debug_flag(flag):
         return DEBUG_ONLY, negated
+    if _platform_test(flag) or (isinstance(flag, cst.BooleanOperation) and isinstance(flag.operator, cst.Or)
+                                and all(_platform_test(part) for part in _operands(flag, cst.Or))):
+        return OTHER_PLATFORM, negated
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         if _is_self_training(test.left) or _is_self_training(test.right):
             return TRAINING_ONLY, False
@@ -319,6 +379,8 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
             return PREFILL_ONLY, False
         if any(_debug_flag(part) for part in _operands(test, cst.And)):
             return DEBUG_ONLY, False
+        if any(_platform_test(part) for part in _operands(test, cst.And)):
+            return OTHER_PLATFORM, False
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         inner = test.expression
         if _is_self_training(inner):
@@ -348,6 +410,8 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         # a parameter is a default taken every step.
         if name is not None and "." in name and _assigned(body, name):
             return LAZY_INIT, False
+    if states_capture(body):
+        return EAGER_ONLY, True  # the arm says it is the capturing one: the other is eager
     return None, False
 
 
@@ -391,6 +455,8 @@ def _done_guard(test: cst.BaseExpression, rest: Any) -> bool:
 def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:
     """The blocks of an `if` that run once (or only in training), with their kind."""
     kind, negated = one_time_test(node.test, node.body)
+    if kind is None and isinstance(node.orelse, cst.Else) and states_capture(node.orelse.body):
+        return [(node.body, EAGER_ONLY)]  # `else:  # during CUDA graph capture ...`
     if kind is None:
         return []
     if negated:

@@ -79,7 +79,7 @@ class RawFinding:
     function: str
     message: str
     fix: str
-    zone: str | None = None  # "training-only" | "lazy-init" | "prefill-only" | "debug-only" | "capture-block" (analysis/capture_sites)
+    zone: str | None = None  # one of analysis.capture_sites.NOT_CAPTURED_KINDS, or "capture-block"
     # A finding whose verdict depends on the region: "returned" (a hazard only where the
     # function is its region's root, see engine/finalize).
     escape: str | None = None

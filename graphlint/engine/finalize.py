@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphlint.analysis import suppressions
+from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
 from graphlint.analysis.file import FileFinding
 from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
 from graphlint.config import Config
@@ -111,9 +112,10 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
         for raw in file.get("findings", []):
             placement = placements.get((path, raw["function"]), Placement(CAPTURED))
             zone = raw.get("zone")
-            if zone in ("training-only", "lazy-init", "prefill-only", "debug-only", "eager-only") and placement.region in (CAPTURED, EAGER):
+            if zone in NOT_CAPTURED_KINDS and placement.region in (CAPTURED, EAGER):
                 # Code of a per-step function that the captured step does not run: the warm-up
-                # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly.
+                # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly,
+                # another backend's arm never runs where graphs are captured.
                 placement = Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
             elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
                 placement = Placement(CAPTURED, placement.reached_via,
