@@ -317,6 +317,39 @@ def test_another_backends_arm_and_the_arm_a_comment_calls_capturing_are_not_the_
     assert sorted((f.rule, f.line) for f in findings) == [("GL101", 20), ("GL101", 34), ("GL101", 44)]
 
 
+def test_multimodal_inputs_are_encoded_with_the_prompt_not_in_the_decode_step(tmp_path):
+    # transformers' generate passes pixel_values on the first iteration only; the encoder that
+    # needs them (its `raise` guard included) runs at prefill. The decoder's own sync is flagged.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Vision(nn.Module):
+            def forward(self, pixel_values: torch.Tensor):
+                return pixel_values.flatten(1)
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.vision = Vision()
+
+            def image_features(self, pixel_values=None, image_sizes=None):
+                if pixel_values is None:
+                    raise ValueError("pixel_values are required")
+                sizes = image_sizes.tolist()            # prefill: only with images
+                return self.vision(pixel_values), sizes
+
+            def forward(self, input_ids: torch.Tensor, pixel_values=None, image_sizes=None):
+                embeds = input_ids.float()
+                if pixel_values is not None:
+                    feats, sizes = self.image_features(pixel_values, image_sizes)
+                    n = int(feats.sum().item())         # prefill
+                return embeds.max().item()              # every step: flagged
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL1",)), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 25)]
+
+
 def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
     # A loop advances a keyword argument and an attribute of a passed object; the functions that
     # receive them (under the same name, or reading the attribute) freeze a per-step value.
