@@ -2,7 +2,7 @@
 and keyword arguments, and whether a value may be or is a device tensor."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
 from graphlint.analysis.rule import Context

@@ -3,9 +3,10 @@ index other than the current device (`cuda:1`, `torch.device("cuda", i)`), a loo
 devices, `torch.cuda.device_count()`. Never from how a variable is spelled."""
 from __future__ import annotations
 
+import functools
 import re
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
@@ -20,14 +21,17 @@ _STREAM = catalog.names("devices", "stream")
 _DEVICE_METHODS = catalog.names("devices", "device_methods")
 _MOVE_METHODS = catalog.names("tensor", "move_methods")
 _CUDA_STRING = re.compile(r"^cuda:\s*(\d+)$")
-_EMPTY = cst.Module(body=[])
+
+@functools.cache
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])  # built on first use: libcst loads lazily
 
 CURRENT = ("current",)
 Key = tuple  # ("current",) | ("index", n) | ("expr", source text)
 
 
 def _code(node: cst.CSTNode) -> str:
-    return _EMPTY.code_for_node(node)
+    return _empty_module().code_for_node(node)
 
 
 class DeviceEvidence:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children, iter_code

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children

@@ -3,7 +3,9 @@ outlives the step is overwritten by the next replay (GL401; used and dropped in 
 off by default); host data copied per step is frozen in; a cache grown with cat changes shape."""
 from __future__ import annotations
 
-import libcst as cst
+import functools
+
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
@@ -414,11 +416,13 @@ class GrowingCache(Rule):
                         ctx.report(self, node)  # loop-carried: out = cat([out, x])
 
 
-_EMPTY_MODULE = cst.Module(body=[])
+@functools.cache
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])  # built on first use: libcst loads lazily
 
 
 def _code(node: cst.CSTNode) -> str:
-    return _EMPTY_MODULE.code_for_node(node)
+    return _empty_module().code_for_node(node)
 
 
 def _is_self_state(node: cst.BaseExpression) -> bool:

@@ -3,7 +3,7 @@ Python int, flag) is fine; the truth value or the integer value of a device tens
 reading it syncs, and a capture freezes whichever branch or size it saw."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.rule import Context, Rule
@@ -21,7 +21,8 @@ def _size_parts(node: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(node, (cst.Tuple, cst.List)):
         return [e.value for e in node.elements]
     return [node]
-_TEST_PARENTS = (cst.If, cst.While, cst.Assert, cst.IfExp, cst.CompIf, cst.BooleanOperation, cst.UnaryOperation)
+# libcst node types, by name (libcst loads lazily: nothing here may touch it at import).
+_TEST_PARENTS = frozenset({"If", "While", "Assert", "IfExp", "CompIf", "BooleanOperation", "UnaryOperation"})
 
 
 def _truth_tested(ctx: Context, node: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -125,11 +126,11 @@ class DeviceCondition(Rule):
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation, ctx: Context) -> None:
         # Outside a test (`y = a or b`) only the left operand's truth is taken.
-        if not isinstance(ctx.parent, _TEST_PARENTS):
+        if type(ctx.parent).__name__ not in _TEST_PARENTS:
             self._check(ctx, node.left)
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation, ctx: Context) -> None:
-        if isinstance(node.operator, cst.Not) and not isinstance(ctx.parent, _TEST_PARENTS):
+        if isinstance(node.operator, cst.Not) and type(ctx.parent).__name__ not in _TEST_PARENTS:
             self._check(ctx, node.expression)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
@@ -244,7 +244,7 @@ class FrozenScalar(Rule):
     def visit_Comparison(self, node: cst.Comparison, ctx: Context) -> None:
         # `kv_idx < kv_offset + n` on a device tensor: the same for an ordering's operand
         # (equality with a scalar builds a token mask: `input_ids == image_token_id`).
-        if len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, _ORDERINGS):
+        if len(node.comparisons) == 1 and type(node.comparisons[0].operator).__name__ in _ORDERINGS:
             self._operands(node.left, node.comparisons[0].comparator, ctx)
 
     def _operands(self, left: cst.BaseExpression, right: cst.BaseExpression, ctx: Context) -> None:
@@ -302,7 +302,7 @@ def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fal
 
 # Tensor methods that take Python scalars as kernel arguments (graphlint/data/torch_values.toml).
 _SCALAR_ARG_METHODS = catalog.names("tensor", "scalar_arg_methods")
-_ORDERINGS = (cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
+_ORDERINGS = frozenset({"LessThan", "LessThanEqual", "GreaterThan", "GreaterThanEqual"})  # libcst types, by name
 _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod", "pow"})
 
 

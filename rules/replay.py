@@ -2,7 +2,7 @@
 between replays, a capture without a warm-up). Orchestration rules: they hold in host code."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code

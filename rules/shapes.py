@@ -2,7 +2,7 @@
 reads a count back to the host, and a graph, which replays fixed shapes, cannot hold it."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.rule import Context, Rule

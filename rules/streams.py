@@ -3,7 +3,7 @@ design, so these rules set `applies_in_host_code` and hold in every region. Each
 code that handles several devices, by what the code does with devices (rules/_devices.py)."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.names import dotted

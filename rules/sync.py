@@ -2,7 +2,7 @@
 up, and inside a capture it fails ("operation not permitted when stream is capturing")."""
 from __future__ import annotations
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code

@@ -86,9 +86,9 @@ def test_children_are_libcsts_children_in_the_same_order(modules):
 def test_code_children_drop_exactly_the_trivia(modules):
     for module in modules:
         for node in every_node(module):
-            if isinstance(node, fast.TRIVIA_TYPES):
+            if isinstance(node, fast.trivia_types()):
                 continue
-            expected = [c for c in node.children if not isinstance(c, fast.TRIVIA_TYPES)]
+            expected = [c for c in node.children if not isinstance(c, fast.trivia_types())]
             got = fast.code_children(node)
             assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node).__name__
 
@@ -99,7 +99,7 @@ def test_iter_code_is_a_visitors_preorder(modules):
             self.seen: list[cst.CSTNode] = []
 
         def on_visit(self, node: cst.CSTNode) -> bool:
-            if not isinstance(node, fast.TRIVIA_TYPES):
+            if not isinstance(node, fast.trivia_types()):
                 self.seen.append(node)
             return not isinstance(node, cst.FunctionDef) or node is root
 
@@ -130,8 +130,8 @@ def test_trivia_fields_hold_only_trivia_and_the_rest_can_hold_code():
         source = inspect.getsource(cls._visit_and_replace_children)
         for name in dict.fromkeys(fast._VISIT_CALL.findall(source)):
             types = _node_types(hints[name])
-            only_trivia = bool(types) and all(issubclass(t, fast.TRIVIA_TYPES) for t in types)
+            only_trivia = bool(types) and all(issubclass(t, fast.trivia_types()) for t in types)
             if fast.is_trivia_field(name):
                 assert only_trivia, f"{cls.__name__}.{name} can hold {types}"
-            elif not issubclass(cls, fast.TRIVIA_TYPES):
+            elif not issubclass(cls, fast.trivia_types()):
                 assert not only_trivia, f"{cls.__name__}.{name} holds only trivia: add it to TRIVIA_FIELDS"

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
@@ -199,7 +199,8 @@ _LIBRARY_METHODS = catalog.names("call_facts", "library_methods")
 # Container methods that add to the container (the last argument is what it then holds).
 _REGISTER_MODULE = catalog.names("modules", "register_module")
 _MUTATORS = frozenset({"append", "extend", "insert", "add", "appendleft", "setdefault"})
-_LEAVES = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString, cst.Ellipsis})
+# Literal node types, by name (libcst loads lazily: nothing here may touch it at import).
+_LEAVES = frozenset({"Integer", "Float", "Imaginary", "SimpleString", "ConcatenatedString", "Ellipsis"})
 
 
 class _FunctionWalker:
@@ -361,7 +362,7 @@ class _FunctionWalker:
                 self._call(node)
                 stack.append(node.func)
                 stack.extend(arg.value for arg in node.args)
-            elif kind is cst.Name or kind in _LEAVES:
+            elif kind is cst.Name or kind.__name__ in _LEAVES:
                 continue
             elif kind is cst.Attribute:
                 stack.append(node.value)

@@ -7,20 +7,25 @@ nothing graphlint reads is below them, and they are half the nodes of a tree.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from typing import Iterator, Sequence
 
-import libcst as cst
+from graphlint.lazy import cst
 
-# Node types that hold only layout: no expression or statement is ever below one of them.
-TRIVIA_TYPES: tuple[type[cst.CSTNode], ...] = (
-    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
-    cst.Comment, cst.Comma, cst.Colon, cst.Dot, cst.Semicolon, cst.AssignEqual,
-    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
-    cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
-    cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
-)
+@functools.cache
+def trivia_types() -> tuple[type[cst.CSTNode], ...]:
+    """Node types that hold only layout: no expression or statement is ever below one of them.
+    (A function, not a constant: importing this module must not load libcst, which a warm
+    check never needs; graphlint/__init__.py makes the import lazy.)"""
+    return (
+        cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
+        cst.Comment, cst.Comma, cst.Colon, cst.Dot, cst.Semicolon, cst.AssignEqual,
+        cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket,
+        cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
+        cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
+    )
 # Fields that only ever hold trivia, with every field whose name says "whitespace"
 # (tests/test_children.py checks this against libcst's own field types, so a libcst upgrade
 # that breaks it fails there, not silently here).
@@ -35,7 +40,9 @@ def is_trivia_field(name: str) -> bool:
     return name in TRIVIA_FIELDS or "whitespace" in name
 
 
-_SENTINEL = cst.MaybeSentinel.DEFAULT
+# libcst's MaybeSentinel.DEFAULT, bound by the first _field_order: every node type passes
+# there before its fields are read.
+_SENTINEL: object = None
 _ALL_FIELDS: dict[type, tuple[str, ...]] = {}
 _CODE_FIELDS: dict[type, tuple[str, ...]] = {}
 _SKIPPED: dict[tuple[type, ...], dict[type, bool]] = {}
@@ -46,10 +53,12 @@ def _field_order(node: cst.CSTNode) -> tuple[str, ...]:
     # libcst visits a node's fields in the order its `_visit_and_replace_children` names them
     # (`visit_required(self, "func", ...)`); that order is read from the source once per type
     # and process, so it stays right for fields a given node leaves empty.
+    global _SENTINEL
+    _SENTINEL = cst.MaybeSentinel.DEFAULT
     source = inspect.getsource(type(node)._visit_and_replace_children)
     order = tuple(dict.fromkeys(_VISIT_CALL.findall(source)))
     _ALL_FIELDS[type(node)] = order
-    _CODE_FIELDS[type(node)] = () if isinstance(node, TRIVIA_TYPES) else tuple(
+    _CODE_FIELDS[type(node)] = () if isinstance(node, trivia_types()) else tuple(
         name for name in order if not is_trivia_field(name))
     return order
 

@@ -15,16 +15,15 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_method
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
-from graphlint.analysis.children import TRIVIA_TYPES, children, code_children, compound_bodies, suite_body
+from graphlint.analysis.children import trivia_types, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports, normalise_identifiers
-from graphlint.analysis.positions import positions as node_positions
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
 from graphlint.analysis.step_values import step_values, unconditional_counters
@@ -155,7 +154,7 @@ class _Dispatch:
         # Layout nodes (whitespace, commas, brackets) hold nothing a rule reads, so the walk
         # skips them, unless a rule visits one of their types.
         visited = [getattr(cst, name, None) for name in self.table]
-        trivia_visited = any(isinstance(t, type) and issubclass(t, TRIVIA_TYPES) for t in visited)
+        trivia_visited = any(isinstance(t, type) and issubclass(t, trivia_types()) for t in visited)
         self.children = children if trivia_visited else code_children
         # Per node type: (definition, statement, loop, handlers), so the walk asks once per
         # type rather than once per node (isinstance on libcst's abstract bases is slow).
@@ -184,7 +183,7 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
-    zones = _zones(node, ctx) if type(node) in _ZONED else None
+    zones = _zones(node, ctx) if type(node).__name__ in _ZONED else None
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
     elif zones:
@@ -215,7 +214,7 @@ def _tokenizer_position(text: str) -> dict[str, int]:
     return {}
 
 
-_ZONED = (cst.If, cst.With, cst.IndentedBlock)
+_ZONED = frozenset({"If", "With", "IndentedBlock"})  # libcst node types, by name: libcst loads lazily
 
 
 def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
@@ -357,6 +356,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
+    from graphlint.analysis.positions import positions as node_positions  # libcst.metadata: only with findings
     positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}
     for info in functions:

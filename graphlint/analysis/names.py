@@ -12,7 +12,7 @@ import tokenize
 import unicodedata
 from dataclasses import dataclass, field
 
-import libcst as cst
+from graphlint.lazy import cst
 
 _NON_ASCII_WORD = re.compile(r"\w*[^\x00-\x7f]\w*")
 

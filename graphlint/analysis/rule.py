@@ -12,7 +12,7 @@ import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
+from graphlint.lazy import cst
 
 if TYPE_CHECKING:
     from graphlint.analysis.inference import FunctionFacts, Value

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-import libcst as cst
+from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
