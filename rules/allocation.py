@@ -294,14 +294,6 @@ def _constant(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.List, cst.Tuple)) and all(_constant(e.value) for e in node.elements)
 
 
-def _literal(node: cst.BaseExpression) -> bool:
-    """A literal number (`0`, `-1.0`, `float("-inf")`)."""
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "float" \
-            and len(node.args) == 1 and isinstance(node.args[0].value, cst.SimpleString):
-        return True
-    return _constant(node) and not isinstance(node, (cst.List, cst.Tuple))
-
-
 def _call_on_device(ctx: Context, node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Call) and any(is_device(ctx, arg.value) for arg in node.args)
 
@@ -443,8 +435,7 @@ def _assign_targets(body: cst.CSTNode) -> list[cst.BaseExpression]:
 
 
 class ScalarWriteToDevice(Rule):
-    """Flags writing a Python scalar into an element or slice of a device tensor:
-    `buf[0] = token_id`.
+    """Flags writing a Python scalar into one element of a device tensor: `buf[0] = token_id`.
 
     ## Why it breaks a CUDA graph
     The scalar is copied from pageable host memory (one sync each), and during capture the
@@ -457,7 +448,9 @@ class ScalarWriteToDevice(Rule):
     ## Use instead
     A pinned host buffer and an asynchronous copy before replay:
     `tok_pinned[0] = next_token; tok_buf.copy_(tok_pinned, non_blocking=True)`. Through a
-    boolean mask (`x[mask] = 0.0`) a scalar is fine: that is `masked_fill_`.
+    boolean mask (`x[mask] = 0.0`) a scalar is fine: that is `masked_fill_`; into a slice
+    (`ids[:, 0] = start_id`) it is `fill_`, a kernel with the scalar as its argument and no copy
+    (a scalar that changes every step is then frozen: GL508's case, not a copy).
     """
 
     code = "GL404"
@@ -472,6 +465,11 @@ class ScalarWriteToDevice(Rule):
         "def f(remove: torch.Tensor):\n    remove[-1:] = 0\n",
         "def f(mask: torch.Tensor, i: int, start: int):\n    mask[i, start : i + 1] = float('-inf')\n",
         "def f(is_vision: torch.Tensor):\n    is_vision[..., 0] = False\n",
+        # transformers' shift_tokens_right: a config value into a column is fill_ too.
+        "def shift(input_ids: torch.Tensor, decoder_start_token_id: int):\n"
+        "    shifted = input_ids.new_zeros(input_ids.shape)\n"
+        "    shifted[:, 1:] = input_ids[:, :-1].clone()\n"
+        "    shifted[:, 0] = decoder_start_token_id\n    return shifted\n",
         # lmdeploy logits_process.py: a custom processor maps a row of logits to a new row.
         "def apply(processors: list, all_ids: torch.Tensor, logits: torch.Tensor):\n"
         "    for seq_id, processor in enumerate(processors):\n"
@@ -505,11 +503,10 @@ class ScalarWriteToDevice(Rule):
             # call on device tensors (`processor(ids[i], logits[i])`) returns a tensor.
             if value.kind == "unknown" and _call_on_device(ctx, node.value):
                 continue
-            # Into a slice a scalar is `fill_` (torch's indexing copy_to): no copy, and a
-            # literal never changes. Into one element it is a copy from host memory.
-            if not element_write and _literal(node.value):
-                continue
-            if value.kind == "host" or element_write:
+            # Into a slice a scalar is `fill_` (torch's indexing copy_to): no copy (whether the
+            # value changes per step is GL508's question). Into one element it is a copy from
+            # host memory.
+            if element_write:
                 ctx.report(self, sub)
 
 
