@@ -112,14 +112,15 @@ def check_in_project(paths: Sequence[str | Path], config: Config, select: Sequen
     named = collect_tasks(paths, config, problems, force_exclude=force_exclude)
     project_tasks = collect_tasks(project, config)
     members = {rel for rel, _ in project_tasks}
-    alone = [full for rel, full in named if rel not in members]
+    alone = [(rel, full) for rel, full in named if rel not in members]
     together = [rel for rel, _ in named if rel in members]
     parts: list[StaticResult] = []
     if together:
         parts.append(check(paths, config, select, ignore, jobs, cache_dir, force_exclude, tasks=project_tasks,
                            progress=progress, report_only=together))
-    if alone:
-        parts.append(check(alone, config, select, ignore, jobs, cache_dir, force_exclude, progress=progress))
+    if alone:  # named files, so parsed even without a torch import; walked once already
+        parts.append(check([full for _, full in alone], config, select, ignore, jobs, cache_dir, force_exclude,
+                           tasks=alone, progress=progress))
     result = _combined(parts) if parts else StaticResult()
     if problems:
         result.extra["skipped"] = list(dict.fromkeys([*result.extra.get("skipped", []), *problems]))

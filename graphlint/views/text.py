@@ -113,6 +113,58 @@ def _window(line: str, col: int, width: int) -> tuple[str, int, int]:
     return prefix + shown + suffix, col - start + len(prefix), width
 
 
+class _Marked:
+    """Text with rich markup where colour is on, plain otherwise: the findings block is built as
+    one string and written once (a rich print per line cost 2.5 s on 5,000 findings)."""
+
+    def __init__(self, plain: bool):
+        self.plain = plain
+
+    def __call__(self, style: str, text: str) -> str:
+        return text if self.plain else f"[{style}]{escape(text)}[/]"
+
+    def text(self, text: str) -> str:
+        return text if self.plain else escape(text)
+
+
+def _write_findings(console: Console, stream: TextIO, shown: list[Finding], root: Path, marked: dict,
+                    sources: dict[str, str] | None) -> None:
+    mark = _Marked(plain=console.color_system is None)
+    out: list[str] = []
+    lines_by_path: dict[str, list[str]] = {}
+    current = None
+    for finding in shown:
+        path = display_path(root, finding.path)
+        if finding.path != current:
+            if current is not None:
+                out.append("")
+            out.append(mark("bold underline", path))
+            current = finding.path
+        style = "red" if finding.severity == "error" else "yellow"
+        tag = " " + mark("dim", "(suppressed)") if finding.suppressed else ""
+        seen = confirmation(marked, finding)
+        if seen:
+            tag += " " + mark("bold magenta", f"(confirmed at runtime: {printable(describe(seen))})")
+        out.append(f"{mark.text(path)}:{finding.line}:{finding.col} {mark(f'bold {style}', printable(finding.rule))} "
+                   f"{mark.text(printable(finding.message))} {mark('dim', f'[{printable(finding.name)}]')}{tag}")
+        line = _source_line(root, finding, lines_by_path, sources)
+        if line is not None:
+            end = finding.end_col - 1 if finding.end_line == finding.line else len(line)
+            end = max(end, finding.col)
+            line, col, width = _window(line, finding.col, end - (finding.col - 1))
+            text, before, under = shown_line(line, col - 1, col - 1 + width)
+            out.append(f"  {mark('dim', f'{finding.line:>5} |')} {mark.text(text)}")
+            out.append(f"  {mark('dim', '      |')} {' ' * before}{mark(style, '^' * under)}")
+        if finding.reached_via:
+            out.append(f"  {mark('dim', 'reached via:')} {mark.text(printable(' -> '.join(finding.reached_via)))}")
+        out.append(f"  {mark('green', 'fix:')} {mark.text(printable(finding.fix))}")
+    out.append("")
+    if mark.plain:
+        stream.write("\n".join(out) + "\n")
+    else:
+        console.print("\n".join(out))
+
+
 def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, statistics: bool = False,
            show_suppressed: bool = False, color: bool | None = None, sources: dict[str, str] | None = None) -> None:
     """`color` None: rich decides (a terminal, NO_COLOR, FORCE_COLOR, TERM); True or False: forced.
@@ -123,37 +175,9 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
     static = report.static
     if static is not None:
         shown = [f for f in static.findings if show_suppressed or not f.suppressed]
-        lines_by_path: dict[str, list[str]] = {}
-        current = None
         marked = marks(report.crosscheck)
-        if not quiet:
-            for finding in shown:
-                if finding.path != current:
-                    if current is not None:
-                        console.print()
-                    console.print(f"[bold underline]{escape(display_path(root, finding.path))}[/]")
-                    current = finding.path
-                style = "red" if finding.severity == "error" else "yellow"
-                tag = " [dim](suppressed)[/]" if finding.suppressed else ""
-                seen = confirmation(marked, finding)
-                if seen:
-                    tag += f" [bold magenta](confirmed at runtime: {escape(printable(describe(seen)))})[/]"
-                console.print(f"{escape(display_path(root, finding.path))}:{finding.line}:{finding.col} "
-                              f"[bold {style}]{escape(printable(finding.rule))}[/] {escape(printable(finding.message))} "
-                              f"[dim]\\[{escape(printable(finding.name))}][/]{tag}")
-                line = _source_line(root, finding, lines_by_path, sources)
-                if line is not None:
-                    end = finding.end_col - 1 if finding.end_line == finding.line else len(line)
-                    end = max(end, finding.col)
-                    line, col, width = _window(line, finding.col, end - (finding.col - 1))
-                    text, before, under = shown_line(line, col - 1, col - 1 + width)
-                    console.print(f"  [dim]{finding.line:>5} |[/] {escape(text)}")
-                    console.print(f"  [dim]      |[/] {' ' * before}[{style}]{'^' * under}[/]")
-                if finding.reached_via:
-                    console.print(f"  [dim]reached via:[/] {escape(printable(' -> '.join(finding.reached_via)))}")
-                console.print(f"  [green]fix:[/] {escape(printable(finding.fix))}")
-            if shown:
-                console.print()
+        if not quiet and shown:
+            _write_findings(console, stream, shown, root, marked, sources)
         if isinstance(static.extra.get("third_party"), dict) and not quiet:  # runtime --lint, check --runtime
             from graphlint.views.crosscheck_text import render_third_party
 
