@@ -223,8 +223,11 @@ class Escapes:
         if isinstance(node, cst.Assign):
             self._scan_calls(node.value, env)
             held = self.carriers(node.value, env)
+            lazy = self._lazy
+            self._lazy = lazy or _made_when_missing(node)
             for target in node.targets:
                 self._assign(target.target, node.value, held, env)
+            self._lazy = lazy
             return env
         if isinstance(node, cst.AnnAssign) and node.value is not None:
             self._scan_calls(node.value, env)
@@ -360,6 +363,21 @@ def _reinitialises(node: cst.If) -> bool:
         if isinstance(assign, cst.Assign) and any(dotted(t.target) in missing for t in assign.targets):
             return True
     return False
+
+
+def _made_when_missing(node: cst.Assign) -> bool:
+    """`self.x = zeros(...) if self.x is None else self.x` (or `self.x if self.x is not None
+    else zeros(...)`): the one-line form of a lazy initialisation."""
+    value = node.value
+    if not (isinstance(value, cst.IfExp) and isinstance(value.test, cst.Comparison)
+            and len(value.test.comparisons) == 1 and isinstance(value.test.comparisons[0].operator, (cst.Is, cst.IsNot))
+            and isinstance(value.test.comparisons[0].comparator, cst.Name)
+            and value.test.comparisons[0].comparator.value == "None"):
+        return False
+    tested = dotted(value.test.left)
+    kept = value.orelse if isinstance(value.test.comparisons[0].operator, cst.Is) else value.body
+    return (tested is not None and tested.startswith("self.") and dotted(kept) == tested
+            and any(dotted(t.target) == tested for t in node.targets))
 
 
 def _tensor_index(node: cst.Subscript) -> bool:

@@ -102,6 +102,10 @@ class PerStepAllocation(Rule):
         "            self.state = torch.zeros(x.shape[0], 4, device=x.device)\n"
         "            self.other = torch.zeros(x.shape[0], 2, device=x.device)\n"
         "        self.state.add_(x[:, :4])\n        return x\n",
+        # The one-line form (ktransformers' chunked attention mask).
+        "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor):\n"
+        "        self.mask = torch.zeros(1, 8, device=x.device) if self.mask is None else self.mask\n"
+        "        return x + self.mask\n",
         # Copied into a static cache in place: the data outlives the step, the tensor does not.
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"

@@ -317,6 +317,32 @@ def test_another_backends_arm_and_the_arm_a_comment_calls_capturing_are_not_the_
     assert sorted((f.rule, f.line) for f in findings) == [("GL101", 20), ("GL101", 34), ("GL101", 44)]
 
 
+def test_query_length_one_is_the_decode_step_and_a_self_cleared_flag_runs_once(tmp_path):
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Attn(nn.Module):
+            def forward(self, x: torch.Tensor, position_ids: torch.Tensor):
+                q_len = x.shape[1]
+                if self.wrapper.need_plan:
+                    self.wrapper.need_plan = False
+                    n = position_ids[0, -1].item()      # planned once, before capture
+                if q_len == 1:
+                    y = x * 2
+                else:
+                    m = position_ids.max().item()       # prefill
+                if q_len > 1:
+                    k = position_ids.min().item()       # prefill
+                if self.dirty:
+                    self.dirty = x.sum() > 0            # set again from data: not a one-shot
+                    j = x.max().item()                  # flagged
+                return x
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL1",)), jobs=1).findings
+    assert sorted((f.rule, f.line) for f in findings) == [("GL101", 19)]
+
+
 def test_multimodal_inputs_are_encoded_with_the_prompt_not_in_the_decode_step(tmp_path):
     # transformers' generate passes pixel_values on the first iteration only; the encoder that
     # needs them (its `raise` guard included) runs at prefill. The decoder's own sync is flagged.

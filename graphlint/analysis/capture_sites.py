@@ -54,6 +54,7 @@ def _patterns(key: str) -> re.Pattern[str]:
 _PREFILL_NAME = _patterns("prefill")
 _DECODE_NAME = _patterns("decode")
 _CAPTURE_NAME = _patterns("capture")
+_DECODE_LENGTH = _patterns("decode_lengths")
 _CONFIG_WORDS = catalog.zones("step_flags", "config_words")
 _DEBUG_WORDS = catalog.zones("debug_flags", "words")
 _DEBUG_CALLS = catalog.zones("debug_flags", "calls")
@@ -75,20 +76,39 @@ class CaptureSite:
     block: cst.CSTNode | None = None  # the code captured inline (a with body, capture_begin..end)
 
 
-def _kw(call: cst.Call, name: str) -> cst.BaseExpression | None:
-    return next((a.value for a in call.args if a.keyword is not None and a.keyword.value == name), None)
-
-
-def compile_captures(call: cst.Call, imports: ImportMap) -> bool:
-    """`torch.compile(..., mode="reduce-overhead")` or with cudagraphs on in `options`."""
+def compile_captures(call: cst.Call, imports: ImportMap,
+                     spread: dict[str, list[cst.BaseExpression]] | None = None) -> bool:
+    """`torch.compile(..., mode="reduce-overhead")` or with cudagraphs on in `options`, given
+    as keywords or spread from a dict (`**kwargs` with `kwargs = {"mode": "reduce-overhead"}`
+    assigned in the function: `spread` maps a local name to the values assigned to it)."""
     if imports.resolve(call.func) not in _COMPILE:
         return False
-    mode = _kw(call, "mode")
-    if isinstance(mode, cst.SimpleString) and mode.evaluated_value in _GRAPH_MODES:
-        return True
-    options = _kw(call, "options")
-    if isinstance(options, cst.Dict):
-        for element in options.elements:
+    keywords = [(a.keyword.value, a.value) for a in call.args if a.keyword is not None]
+    for arg in call.args:
+        if arg.star == "**" and isinstance(arg.value, cst.Name):
+            for value in (spread or {}).get(arg.value.value, ()):
+                keywords.extend(_dict_items(value))
+    return any(_captures_with(name, value) for name, value in keywords)
+
+
+def _dict_items(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
+    """The string-keyed items of `{"mode": ...}` or `dict(mode=...)`."""
+    if isinstance(value, cst.Dict):
+        return [(str(e.key.evaluated_value), e.value) for e in value.elements
+                if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)]
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "dict":
+        return [(a.keyword.value, a.value) for a in value.args if a.keyword is not None]
+    return []
+
+
+def _captures_with(keyword: str, value: cst.BaseExpression) -> bool:
+    """Whether one keyword of torch.compile turns CUDA graphs on."""
+    if keyword == "mode":
+        return isinstance(value, cst.SimpleString) and value.evaluated_value in _GRAPH_MODES
+    if keyword != "options":
+        return False
+    if isinstance(value, cst.Dict):
+        for element in value.elements:
             if (isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString)
                     and element.key.evaluated_value in _GRAPH_OPTIONS
                     and isinstance(element.value, cst.Name) and element.value.value == "True"):
@@ -122,10 +142,27 @@ def decorator_captures(function: cst.FunctionDef, imports: ImportMap) -> cst.CST
     return None
 
 
+def _dict_assignments(function: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
+    """Local names assigned a dict (`kwargs = {"mode": "reduce-overhead"}`), with every value."""
+    found: dict[str, list[cst.BaseExpression]] = {}
+    stack: list[cst.CSTNode] = [function.body]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(node, cst.Assign) and isinstance(node.value, (cst.Dict, cst.Call)):
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(node.value)
+        stack.extend(code_children(node))
+    return found
+
+
 def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[CaptureSite], cst.CSTNode | None]:
     """The capture sites in a function's own body (not nested defs), and its first replay."""
     sites: list[CaptureSite] = []
     replay: cst.CSTNode | None = None
+    spread: dict[str, list[cst.BaseExpression]] | None = None  # built when a compile call spreads a dict
     stack: list[cst.CSTNode] = [function.body]
     while stack:
         node = stack.pop()
@@ -138,9 +175,11 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
         elif isinstance(node, cst.Call):
             qualified = imports.resolve(node.func)
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
+            if positional and spread is None and any(a.star == "**" for a in node.args):
+                spread = _dict_assignments(function)
             if qualified in _GRAPHED and positional:
                 sites.append(CaptureSite("graphed-callables", node, _callables(positional[0])))
-            elif positional and compile_captures(node, imports):
+            elif positional and compile_captures(node, imports, spread):
                 sites.append(CaptureSite("compile", node, [positional[0]]))
             elif isinstance(node.func, cst.Attribute) and node.func.attr.value in _REPLAY and not node.args \
                     and replay is None and _graph_like(node.func.value):
@@ -233,6 +272,11 @@ def _step_flag(node: cst.BaseExpression) -> str | None:
     `cu_seqlen_prefill is not None`, `md.num_prefills > 0`, `mode == ForwardMode.EXTEND`."""
     if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
         operator, right = node.comparisons[0].operator, node.comparisons[0].comparator
+        if isinstance(right, cst.Integer) and right.value == "1" and _is_decode_length(node.left):
+            if isinstance(operator, cst.Equal):
+                return "decode"  # `q_len == 1`
+            if isinstance(operator, cst.GreaterThan):
+                return "prefill"  # `q_len > 1`
         if isinstance(operator, (cst.IsNot, cst.GreaterThan, cst.NotEqual)) and _is_zero_or_none(right):
             return _step_flag(node.left)  # present, or more than none
         if isinstance(operator, cst.Equal):
@@ -248,6 +292,11 @@ def _step_flag(node: cst.BaseExpression) -> str | None:
     if _CAPTURE_NAME.fullmatch(name):
         return "capture"
     return None
+
+
+def _is_decode_length(node: cst.BaseExpression) -> bool:
+    name = _flag_name(node)
+    return name is not None and bool(_DECODE_LENGTH.fullmatch(name))
 
 
 def _is_zero_or_none(node: cst.BaseExpression) -> bool:
@@ -410,9 +459,26 @@ def one_time_test(test: cst.BaseExpression, body: cst.CSTNode) -> tuple[str | No
         # a parameter is a default taken every step.
         if name is not None and "." in name and _assigned(body, name):
             return LAZY_INIT, False
+    if _cleared(test, body):
+        return LAZY_INIT, False
     if states_capture(body):
         return EAGER_ONLY, True  # the arm says it is the capturing one: the other is eager
     return None, False
+
+
+def _cleared(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
+    """`if self.wrapper.need_plan: self.wrapper.need_plan = False; plan(...)`: a flag the branch
+    clears for itself runs the branch once (until something sets it again)."""
+    name = dotted(test)
+    if name is None or "." not in name:
+        return False
+    for stmt in getattr(body, "body", ()):
+        smalls = stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ()
+        for small in smalls:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) \
+                    and small.value.value in ("False", "None") and any(dotted(t.target) == name for t in small.targets):
+                return True
+    return False
 
 
 def _exits(block: cst.BaseSuite) -> bool:
