@@ -329,8 +329,8 @@ def _is_pinned(node: cst.BaseExpression | None, ctx: Context) -> bool:
 
 
 class GrowingCache(Rule):
-    """Flags caches grown with `torch.cat` / `torch.stack` onto an attribute or a
-    loop-carried variable.
+    """Flags caches grown with `torch.cat` / `torch.stack` onto state that outlives the step
+    (an attribute, an object's field through a local alias).
 
     ## Why it breaks a CUDA graph
     The tensor's shape changes every step, so no captured graph matches the next step, and
@@ -341,7 +341,9 @@ class GrowingCache(Rule):
 
     ## Use instead
     A static cache of the maximum length written in place at a device-side slot:
-    `self.k_cache.index_copy_(1, pos, k)` with a validity mask `arange(L) <= pos`.
+    `self.k_cache.index_copy_(1, pos, k)` with a validity mask `arange(L) <= pos`. A loop
+    inside the step that concatenates (`out = cat([out, x])` per chunk or per condition) is
+    not this: its trip count is fixed for a captured shape, so the result's shape is too.
     """
 
     code = "GL403"
@@ -354,6 +356,8 @@ class GrowingCache(Rule):
         "def f(delta, other_ids: torch.Tensor, new: torch.Tensor):\n    delta.ids = torch.cat([other_ids, new], 1)\n",
         "def f(q: torch.Tensor, k: torch.Tensor):\n    return torch.cat([q, k], dim=-1)\n",
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor, pos: torch.Tensor):\n        self.k_cache.index_copy_(1, pos, k)\n",
+        # A loop inside the step (moshi's conditioner fuser, ktransformers' chunked attention).
+        "def f(xs, y: torch.Tensor):\n    out = y\n    for x in xs:\n        out = torch.cat((out, x), dim=0)\n    return out\n",
     ]
     INVALID = [
         # lmdeploy strategies/ar/step_inputs.py: the token history of a state object, grown
@@ -364,7 +368,6 @@ class GrowingCache(Rule):
         "class A(nn.Module):\n    def forward(self, k: torch.Tensor):\n        self.k_cache = torch.cat([self.k_cache, k], dim=1)\n",
         "class Layer:\n    def update(self, key_states: torch.Tensor):\n        full = torch.cat([self.keys, key_states], dim=-2)\n        self.keys = full[:, :, -127:, :]\n        return full\n",
         "class C:\n    def update(self, name: str, compressed: torch.Tensor):\n        self.compressed_kv[name] = torch.cat([self.compressed_kv[name], compressed], dim=1)\n",
-        "def f(xs, y: torch.Tensor):\n    out = y\n    for x in xs:\n        out = torch.cat((out, x), dim=0)\n    return out\n",
     ]
 
     _CONCAT = catalog.names("factories", "concat")
@@ -404,12 +407,6 @@ class GrowingCache(Rule):
                     if written & grown:
                         ctx.report(self, node)  # obj.ids = cat([obj.ids, new]), through an alias or not
                         return
-        if ctx.loop_depth > 0 and isinstance(statement, cst.SimpleStatementLine):
-            for small in statement.body:
-                if isinstance(small, cst.Assign) and small.value is node:
-                    names = {dotted(t.target) for t in small.targets}
-                    if any(isinstance(e, cst.Name) and e.value in names for e in elements):
-                        ctx.report(self, node)  # loop-carried: out = cat([out, x])
 
 
 @functools.cache

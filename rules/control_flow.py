@@ -12,6 +12,7 @@ from ._calls import is_device, keyword, method_name, positional
 _FACTORIES = catalog.names("factories", "names")
 _SIZE_METHODS = catalog.names("size_arguments", "methods")
 _SIZE_FUNCTIONS = catalog.names("size_arguments", "functions")
+_INPUT_FIRST = catalog.names("size_arguments", "input_first_functions")
 _TOPK = catalog.names("size_arguments", "topk")
 _TOPK_METHODS = catalog.names("size_arguments", "topk_methods")
 
@@ -170,6 +171,8 @@ class DeviceValueAsInt(Rule):
         "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    end = int(lengths.numel()) + 1\n"
         "    return cache.narrow(1, 0, end)\n",
         "def f(k: torch.Tensor, cache_position: torch.Tensor):\n    end = cache_position[-1].item() + 1\n    return k[:, :end]\n",
+        # torch.narrow's first argument is the tensor it narrows (ktransformers' chunk mask).
+        "def f(mask: torch.Tensor, n: int):\n    return torch.narrow(mask, 2, 0, min(8, n))\n",
     ]
     INVALID = [
         "def f(cache: torch.Tensor, lengths: torch.Tensor):\n    n = lengths.max()\n    return cache[:, :n]\n",
@@ -210,7 +213,7 @@ class DeviceValueAsInt(Rule):
                 ctx.report(self, k, message="`topk` with a device-valued k: a sync, and the output shape changes with the data")
             return
         if qualified in _FACTORIES or qualified in _SIZE_FUNCTIONS:
-            for arg in args:
+            for arg in args[1:] if qualified in _INPUT_FIRST else args:
                 for part in _size_parts(arg):
                     if is_device(ctx, part):
                         ctx.report(self, part)
