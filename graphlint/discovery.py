@@ -47,14 +47,26 @@ def _valid_name(path: str | os.PathLike[str]) -> bool:
     return True
 
 
+# Paths resolved during one walk (a walk asks for each file's resolution several times: its
+# relative name for the excludes, its identity, its name in the report); cleared when a walk
+# starts, so a long-lived process (the language server, --watch) sees links that changed.
+_RESOLVED: dict[str, Path] = {}
+
+
 def resolved(path: Path) -> Path:
     """`path` with its links resolved; as it is (made absolute) when it cannot be, e.g. a file
     that became a symlink loop while the run looked at it: that file's read then fails, and the
     failure is a finding on it, never the run's end."""
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return path.absolute()
+    key = os.fspath(path)
+    found = _RESOLVED.get(key)
+    if found is None:
+        try:
+            found = path.resolve()
+        except (OSError, RuntimeError):
+            return path.absolute()
+        if len(_RESOLVED) < 1_000_000:
+            _RESOLVED[key] = found
+    return found
 
 
 def relative_posix(path: Path, root: Path) -> str:
@@ -178,6 +190,7 @@ def discover(paths: Iterable[str | Path], root: Path, exclude: Iterable[str] | N
     folder, FIFO, symlink loop, ...) is skipped and described in `problems`."""
     patterns = tuple(DEFAULT_EXCLUDES if exclude is None else exclude) + tuple(extend_exclude)
     problems = [] if problems is None else problems
+    _RESOLVED.clear()
     root = Path(root).absolute()
     ignores = _Ignores(root, problems) if respect_gitignore else None
     seen: set[Path] = set()
