@@ -158,11 +158,15 @@ def _write_findings(console: Console, stream: TextIO, shown: list[Finding], root
         if finding.reached_via:
             out.append(f"  {mark('dim', 'reached via:')} {mark.text(printable(' -> '.join(finding.reached_via)))}")
         out.append(f"  {mark('green', 'fix:')} {mark.text(printable(finding.fix))}")
-    out.append("")
+    _emit(console, stream, mark, out + [""])
+
+
+def _emit(console: Console, stream: TextIO, mark: _Marked, lines: list[str]) -> None:
+    """Write a block of lines at once: plain to the stream, or as one rich print."""
     if mark.plain:
-        stream.write("\n".join(out) + "\n")
+        stream.write("\n".join(lines) + "\n")
     else:
-        console.print("\n".join(out))
+        console.print("\n".join(lines))
 
 
 def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, statistics: bool = False,
@@ -185,12 +189,12 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
         unresolved = getattr(static, "unresolved_calls", None) or []
         if unresolved and not quiet:
             # Reachable calls the call graph could not follow: the code behind them is not checked.
-            console.print(f"[bold]unresolved reachable calls ({len(unresolved)}):[/] not followed, the code they "
-                          "reach is not checked")
-            for item in unresolved:
-                console.print(f"  {escape(item['path'])}: {escape(item['caller'])}: [bold]{escape(item['call'])}[/]"
-                              f" - {escape(item['reason'])}")
-            console.print()
+            mark = _Marked(plain=console.color_system is None)
+            out = [f"{mark('bold', f'unresolved reachable calls ({len(unresolved)}):')} not followed, the code they "
+                   "reach is not checked"]
+            out.extend(f"  {mark.text(item['path'])}: {mark.text(item['caller'])}: {mark('bold', item['call'])}"
+                       f" - {mark.text(item['reason'])}" for item in unresolved)
+            _emit(console, stream, mark, out + [""])
         if statistics:
             counts = Counter((f.rule, f.name) for f in static.findings if not f.suppressed)
             for (code, name), count in sorted(counts.items()):
