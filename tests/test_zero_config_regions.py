@@ -343,6 +343,45 @@ def test_query_length_one_is_the_decode_step_and_a_self_cleared_flag_runs_once(t
     assert sorted((f.rule, f.line) for f in findings) == [("GL101", 19)]
 
 
+def test_a_class_attribute_set_through_the_class_is_followed_and_a_mode_string_names_the_step(tmp_path):
+    # ktransformers' shape: a plain-class attention singleton held by the model class
+    # (`KLlamaModel.dynamic_sdpa = Attention(...)` in __init__), called through the class, with
+    # `mode == "prefill"` choosing the prefill arm inside it.
+    (tmp_path / "m.py").write_text(textwrap.dedent("""
+        import torch
+        from torch import nn
+
+        class Attention:
+            def apply(self, x: torch.Tensor, mode: str):
+                if mode == "prefill":
+                    n = x.max().item()              # prefill
+                    return x
+                return x * x.sum().item()           # decode: flagged
+
+        class Model(nn.Module):
+            shared = None
+
+            def __init__(self):
+                super().__init__()
+                Model.shared = Attention()
+
+            def forward(self, x: torch.Tensor):
+                return Model.shared.apply(x, "generate")
+
+        class Runner:
+            def __init__(self):
+                self.model = Model()
+
+            def capture(self, x):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    self.model(x)
+                return g
+        """))
+    findings = check([tmp_path], Config(root=tmp_path, select=("GL1",)), jobs=1).findings
+    assert sorted((f.rule, f.function, f.line) for f in findings) == [("GL101", "Attention.apply", 10)]
+
+
 def test_multimodal_inputs_are_encoded_with_the_prompt_not_in_the_decode_step(tmp_path):
     # transformers' generate passes pixel_values on the first iteration only; the encoder that
     # needs them (its `raise` guard included) runs at prefill. The decoder's own sync is flagged.

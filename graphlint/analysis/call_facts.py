@@ -206,8 +206,11 @@ _LEAVES = frozenset({"Integer", "Float", "Imaginary", "SimpleString", "Concatena
 class _FunctionWalker:
     """One pass over a function body: local bindings, calls, returns and `self.x = ...`."""
 
-    def __init__(self, self_name: str | None, record_attr):
+    def __init__(self, self_name: str | None, record_attr, class_name: str | None = None):
         self.self_name = self_name
+        # The owning class by its own name: `KLlamaModel.dynamic_sdpa = Attention(...)` in a
+        # method sets an attribute that every instance (and the class) reads.
+        self.class_name = class_name
         self.record_attr = record_attr
         self.env: dict[str, list] = {}
         self.calls: list = []
@@ -230,8 +233,8 @@ class _FunctionWalker:
                     self.bind(element.value, ["i", value])
                 else:
                     self.bind(element.value, ["ix", value, index])
-        elif (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
-              and target.value.value == self.self_name and self.self_name is not None and value != ["?"]):
+        elif (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and value != ["?"]
+              and target.value.value in (self.self_name, self.class_name) and target.value.value is not None):
             self.record_attr(target.attr.value, value)
         elif isinstance(target, cst.Subscript) and value != ["?"]:
             # `impls["paged"] = paged_attention`, `self.layers[i] = Layer()`: the container holds
@@ -588,7 +591,7 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
             if _owner is not None and not (type(value) is str and value in _plain):
                 _add_attr(classes[_owner], attr, _qualname, value)
 
-        walker = _FunctionWalker(self_name, record_attr)
+        walker = _FunctionWalker(self_name, record_attr, owner.rsplit(".", 1)[-1] if owner is not None else None)
         walker.block(node.body)
         entry: dict[str, Any] = {"params": [name if ann is None else [name, ann] for name, ann in params],
                                  "calls": walker.calls}

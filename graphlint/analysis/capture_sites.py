@@ -267,6 +267,18 @@ def _flag_name(node: cst.BaseExpression) -> str | None:
     return None
 
 
+def _literal_flag(node: cst.BaseExpression) -> str | None:
+    """A step kind spelled as a string a mode is compared with (`mode == "prefill"`)."""
+    if not isinstance(node, cst.SimpleString):
+        return None
+    value = str(node.evaluated_value).lower()
+    if _PREFILL_NAME.fullmatch(value):
+        return "prefill"
+    if _DECODE_NAME.fullmatch(value):
+        return "decode"
+    return None
+
+
 def _step_flag(node: cst.BaseExpression) -> str | None:
     """"prefill" or "decode" for a step flag: `state.is_prefill`, `mode.is_decode()`,
     `cu_seqlen_prefill is not None`, `md.num_prefills > 0`, `mode == ForwardMode.EXTEND`."""
@@ -280,7 +292,7 @@ def _step_flag(node: cst.BaseExpression) -> str | None:
         if isinstance(operator, (cst.IsNot, cst.GreaterThan, cst.NotEqual)) and _is_zero_or_none(right):
             return _step_flag(node.left)  # present, or more than none
         if isinstance(operator, cst.Equal):
-            return _step_flag(right) or _step_flag(node.left)
+            return _literal_flag(right) or _literal_flag(node.left) or _step_flag(right) or _step_flag(node.left)
         return None
     name = _flag_name(node)
     if name is None or _CONFIG_WORDS.intersection(name.split("_")):
