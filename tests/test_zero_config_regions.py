@@ -174,6 +174,32 @@ def test_compile_reduce_overhead_is_a_capture_site(tmp_path):
         "capture site at gen.py:13 (@torch.compile(mode=reduce-overhead))"}
 
 
+def test_compile_with_a_mode_spread_from_a_dict_is_a_capture_site(tmp_path):
+    # torchchat's shape: the mode is chosen per device into a dict, then spread into compile;
+    # a dict without a graph mode (the CPU arm's) captures nothing.
+    (tmp_path / "gen.py").write_text(textwrap.dedent("""
+        import torch
+
+        class Generator:
+            def decode_one(self, x: torch.Tensor):
+                return x.argmax().item()
+
+            def prefill(self, x: torch.Tensor):
+                return x.sum().item()
+
+            def setup(self, device: str):
+                if device == "cpu":
+                    kwargs = {}
+                else:
+                    kwargs = {"mode": "reduce-overhead"}
+                self.decode_one = torch.compile(self.decode_one, fullgraph=True, **kwargs)
+                options = dict(fullgraph=True)
+                self.prefill = torch.compile(self.prefill, **options)
+        """))
+    findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    assert {(f.rule, f.function) for f in findings} == {("GL101", "Generator.decode_one")}
+
+
 def test_namespace_subpackage_is_named_as_python_imports_it():
     assert package_module("minivllm/layers/cache.py", ENGINE) == "minivllm.layers.cache"
     assert package_module("minivllm/models/llama.py", ENGINE) == "minivllm.models.llama"
