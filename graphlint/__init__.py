@@ -7,4 +7,3 @@ __version__ = "0.1.0"
 # graphlint never uses torch's numpy bridge, so the line is noise in every command that imports
 # torch (the runtime harness, its worker processes, the pytest plugin). Only that message.
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy", category=UserWarning)
-

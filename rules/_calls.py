@@ -2,12 +2,24 @@
 and keyword arguments, and whether a value may be or is a device tensor."""
 from __future__ import annotations
 
+import functools
+
 from graphlint.lazy import cst
 
 from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
 from graphlint.analysis.rule import Context
 
 __all__ = ["method_name", "receiver", "keyword", "positional", "maybe_device", "is_device", "first_arg"]
+
+
+@functools.cache
+def _empty_module() -> cst.Module:
+    return cst.Module(body=[])  # built on first use: libcst loads lazily (graphlint/lazy.py)
+
+
+def source_text(node: cst.CSTNode) -> str:
+    """A node's code as written."""
+    return _empty_module().code_for_node(node)
 
 
 def method_name(call: cst.Call) -> str | None:

@@ -3,7 +3,6 @@ index other than the current device (`cuda:1`, `torch.device("cuda", i)`), a loo
 devices, `torch.cuda.device_count()`. Never from how a variable is spelled."""
 from __future__ import annotations
 
-import functools
 import re
 
 from graphlint.lazy import cst
@@ -11,6 +10,8 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.rule import Context
+
+from ._calls import source_text
 
 _SET_CURRENT = catalog.names("devices", "set_current")
 _CONTEXTS = catalog.names("devices", "current_context")
@@ -22,16 +23,8 @@ _DEVICE_METHODS = catalog.names("devices", "device_methods")
 _MOVE_METHODS = catalog.names("tensor", "move_methods")
 _CUDA_STRING = re.compile(r"^cuda:\s*(\d+)$")
 
-@functools.cache
-def _empty_module() -> cst.Module:
-    return cst.Module(body=[])  # built on first use: libcst loads lazily
-
 CURRENT = ("current",)
 Key = tuple  # ("current",) | ("index", n) | ("expr", source text)
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _empty_module().code_for_node(node)
 
 
 class DeviceEvidence:
@@ -49,7 +42,7 @@ class DeviceEvidence:
             if isinstance(node, cst.Assign) and len(node.targets) == 1:
                 target = node.targets[0].target
                 if isinstance(target, (cst.Name, cst.Attribute)):
-                    self._aliases[_code(target)] = node.value
+                    self._aliases[source_text(target)] = node.value
         self._current = {CURRENT}
         switched = False
         for node in nodes:
@@ -76,7 +69,7 @@ class DeviceEvidence:
             return CURRENT if text.strip() == "cuda" else ("expr", text)
         if isinstance(node, cst.FormattedString):
             inner = _formatted_index(node)
-            return self.key(inner, depth + 1) if inner is not None else ("expr", _code(node))
+            return self.key(inner, depth + 1) if inner is not None else ("expr", source_text(node))
         if isinstance(node, cst.Call):
             qualified = self._ctx.qualified(node.func)
             if qualified in _CURRENT:
@@ -87,10 +80,10 @@ class DeviceEvidence:
                     return CURRENT  # torch.device("cuda"): the current device
                 return self.key(index, depth + 1)
         if isinstance(node, (cst.Name, cst.Attribute)) and depth < 4:
-            alias = self._aliases.get(_code(node))
+            alias = self._aliases.get(source_text(node))
             if alias is not None and _names_device(alias, self._ctx):
                 return self.key(alias, depth + 1)
-        return ("expr", _code(node))
+        return ("expr", source_text(node))
 
     def _other(self, index: cst.BaseExpression) -> str | None:
         key = self.key(index)
@@ -98,7 +91,7 @@ class DeviceEvidence:
             return None
         if key[0] == "index":
             return f"`cuda:{key[1]}`"
-        return f"device index `{_code(index)}`, not the current device"
+        return f"device index `{source_text(index)}`, not the current device"
 
     def _find(self, nodes: list[cst.CSTNode], docstrings: set[int]) -> str | None:
         for node in nodes:
@@ -146,7 +139,7 @@ class DeviceEvidence:
                 and self.key(args[0])[0] == "index":
             # set_device(1): work moves off the default device, which one-time state (the
             # default capture stream of torch.cuda.graph) was made on.
-            return f"`torch.cuda.set_device({_code(args[0])})`"
+            return f"`torch.cuda.set_device({source_text(args[0])})`"
         if qualified is None and isinstance(node.func, cst.Attribute):
             method = node.func.attr.value
             literal = args[0] if args and isinstance(args[0], cst.Integer) else None

@@ -351,12 +351,9 @@ def _reinitialises(node: cst.If) -> bool:
     shape), as the lazy initialisation of analysis/capture_sites, with more shapes of test."""
     missing = set()
     for test in [node.test, *iter_code(node.test)]:
-        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1 \
-                and isinstance(test.comparisons[0].operator, cst.Is) \
-                and isinstance(test.comparisons[0].comparator, cst.Name) and test.comparisons[0].comparator.value == "None":
-            name = dotted(test.left)
-            if name is not None and name.startswith("self."):
-                missing.add(name)
+        tested = _none_test(test)
+        if tested is not None and tested[1]:
+            missing.add(tested[0])
     if not missing:
         return False
     for assign in iter_code(node.body, skip=(cst.FunctionDef, cst.ClassDef)):
@@ -369,15 +366,24 @@ def _made_when_missing(node: cst.Assign) -> bool:
     """`self.x = zeros(...) if self.x is None else self.x` (or `self.x if self.x is not None
     else zeros(...)`): the one-line form of a lazy initialisation."""
     value = node.value
-    if not (isinstance(value, cst.IfExp) and isinstance(value.test, cst.Comparison)
-            and len(value.test.comparisons) == 1 and isinstance(value.test.comparisons[0].operator, (cst.Is, cst.IsNot))
-            and isinstance(value.test.comparisons[0].comparator, cst.Name)
-            and value.test.comparisons[0].comparator.value == "None"):
+    tested = _none_test(value.test) if isinstance(value, cst.IfExp) else None
+    if tested is None:
         return False
-    tested = dotted(value.test.left)
-    kept = value.orelse if isinstance(value.test.comparisons[0].operator, cst.Is) else value.body
-    return (tested is not None and tested.startswith("self.") and dotted(kept) == tested
-            and any(dotted(t.target) == tested for t in node.targets))
+    name, missing = tested
+    kept = value.orelse if missing else value.body
+    return dotted(kept) == name and any(dotted(t.target) == name for t in node.targets)
+
+
+def _none_test(node: cst.CSTNode) -> tuple[str, bool] | None:
+    """(`self.<x>`, True) for `self.x is None`, (`self.<x>`, False) for `self.x is not None`."""
+    if not (isinstance(node, cst.Comparison) and len(node.comparisons) == 1
+            and isinstance(node.comparisons[0].operator, (cst.Is, cst.IsNot))
+            and isinstance(node.comparisons[0].comparator, cst.Name) and node.comparisons[0].comparator.value == "None"):
+        return None
+    name = dotted(node.left)
+    if name is None or not name.startswith("self."):
+        return None
+    return name, isinstance(node.comparisons[0].operator, cst.Is)
 
 
 def _tensor_index(node: cst.Subscript) -> bool:

@@ -3,15 +3,13 @@ outlives the step is overwritten by the next replay (GL401; used and dropped in 
 off by default); host data copied per step is frozen in; a cache grown with cat changes shape."""
 from __future__ import annotations
 
-import functools
-
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
 from graphlint.analysis.rule import Context, Example, Rule
-from ._calls import is_device, keyword, method_name, positional, receiver
+from ._calls import is_device, keyword, method_name, positional, receiver, source_text
 from ._escape import RETURNED, STORED, Escapes
 
 _FACTORIES = catalog.names("factories", "names")
@@ -378,14 +376,14 @@ class GrowingCache(Rule):
         self._state: set[str] = set()
         for target in _assign_targets(node.body):
             if _is_self_state(target):
-                self._state.add(_code(target))
+                self._state.add(source_text(target))
         # Locals that alias an attribute of some object (`all_ids = inputs.all_ids`): a cat of
         # the alias written back to that attribute grows it just the same.
         self._aliases: dict[str, str] = {}
         for assign in iter_code(node.body, skip=(cst.FunctionDef,)):
             if (type(assign) is cst.Assign and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name)
                     and isinstance(assign.value, cst.Attribute) and isinstance(assign.value.value, cst.Name)):
-                self._aliases[assign.targets[0].target.value] = _code(assign.value)
+                self._aliases[assign.targets[0].target.value] = source_text(assign.value)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         if ctx.qualified(node.func) not in self._CONCAT:
@@ -394,28 +392,19 @@ class GrowingCache(Rule):
         if not pieces or not isinstance(pieces[0], (cst.List, cst.Tuple)):
             return
         elements = [element.value for element in pieces[0].elements]
-        if any(_is_self_state(e) and _code(e) in getattr(self, "_state", ()) for e in elements):
+        if any(_is_self_state(e) and source_text(e) in getattr(self, "_state", ()) for e in elements):
             ctx.report(self, node)
             return
         statement = ctx.statement
         if isinstance(statement, cst.SimpleStatementLine):
             for small in statement.body:
                 if isinstance(small, cst.Assign) and small.value is node:
-                    written = {_code(t.target) for t in small.targets if isinstance(t.target, cst.Attribute)}
-                    grown = {_code(e) if isinstance(e, cst.Attribute) else getattr(self, "_aliases", {}).get(e.value)
+                    written = {source_text(t.target) for t in small.targets if isinstance(t.target, cst.Attribute)}
+                    grown = {source_text(e) if isinstance(e, cst.Attribute) else getattr(self, "_aliases", {}).get(e.value)
                              for e in elements if isinstance(e, (cst.Attribute, cst.Name))}
                     if written & grown:
                         ctx.report(self, node)  # obj.ids = cat([obj.ids, new]), through an alias or not
                         return
-
-
-@functools.cache
-def _empty_module() -> cst.Module:
-    return cst.Module(body=[])  # built on first use: libcst loads lazily
-
-
-def _code(node: cst.CSTNode) -> str:
-    return _empty_module().code_for_node(node)
 
 
 def _is_self_state(node: cst.BaseExpression) -> bool:

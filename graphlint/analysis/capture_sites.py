@@ -45,8 +45,9 @@ OTHER_PLATFORM = "other-platform"
 NOT_CAPTURED_KINDS = (TRAINING_ONLY, LAZY_INIT, PREFILL_ONLY, DEBUG_ONLY, EAGER_ONLY, OTHER_PLATFORM)
 
 
-def _patterns(key: str) -> re.Pattern[str]:
-    return re.compile("|".join(f"(?:{p})" for p in catalog.zones("step_flags", key)))
+def _patterns(key: str, section: str = "step_flags") -> re.Pattern[str]:
+    """One regular expression for a list of zones.toml patterns."""
+    return re.compile("|".join(f"(?:{p})" for p in catalog.zones(section, key)))
 
 
 # Step flags of serving engines: graphs capture the decode step, prefill runs eagerly
@@ -59,10 +60,10 @@ _CONFIG_WORDS = catalog.zones("step_flags", "config_words")
 _DEBUG_WORDS = catalog.zones("debug_flags", "words")
 _DEBUG_CALLS = catalog.zones("debug_flags", "calls")
 _PLATFORM_VALUES = frozenset(catalog.zones("platform_flags", "values"))
-_PLATFORM_NAME = re.compile("|".join(f"(?:{p})" for p in catalog.zones("platform_flags", "names")))
-_PLATFORM_CALL = re.compile("|".join(f"(?:{p})" for p in catalog.zones("platform_flags", "calls")))
-_CAPTURE_STATE = re.compile("|".join(f"(?:{p})" for p in catalog.zones("capture_comments", "states")))
-_CAPTURE_NEGATION = re.compile("|".join(f"(?:{p})" for p in catalog.zones("capture_comments", "negations")))
+_PLATFORM_NAME = _patterns("names", "platform_flags")
+_PLATFORM_CALL = _patterns("calls", "platform_flags")
+_CAPTURE_STATE = _patterns("states", "capture_comments")
+_CAPTURE_NEGATION = _patterns("negations", "capture_comments")
 
 
 @dataclass

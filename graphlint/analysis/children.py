@@ -14,11 +14,12 @@ from typing import Iterator, Sequence
 
 from graphlint.lazy import cst
 
+
 @functools.cache
 def trivia_types() -> tuple[type[cst.CSTNode], ...]:
     """Node types that hold only layout: no expression or statement is ever below one of them.
     (A function, not a constant: importing this module must not load libcst, which a warm
-    check never needs; graphlint/__init__.py makes the import lazy.)"""
+    check never needs; see graphlint/lazy.py.)"""
     return (
         cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline,
         cst.Comment, cst.Comma, cst.Colon, cst.Dot, cst.Semicolon, cst.AssignEqual,
@@ -26,6 +27,8 @@ def trivia_types() -> tuple[type[cst.CSTNode], ...]:
         cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.Asynchronous,
         cst.BaseBinaryOp, cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp,
     )
+
+
 # Fields that only ever hold trivia, with every field whose name says "whitespace"
 # (tests/test_children.py checks this against libcst's own field types, so a libcst upgrade
 # that breaks it fails there, not silently here).

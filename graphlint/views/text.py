@@ -133,9 +133,10 @@ def _write_findings(console: Console, stream: TextIO, shown: list[Finding], root
     out: list[str] = []
     lines_by_path: dict[str, list[str]] = {}
     current = None
+    path = ""
     for finding in shown:
-        path = display_path(root, finding.path)
         if finding.path != current:
+            path = display_path(root, finding.path)
             if current is not None:
                 out.append("")
             out.append(mark("bold underline", path))
