@@ -448,8 +448,8 @@ def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
         import torch
         from model import Model
 
-        def next_token(model: Model, x: torch.Tensor, input_pos_maxp1=None):
-            return model(x, input_pos_maxp1=input_pos_maxp1)
+        def next_token(model: Model, x: torch.Tensor, input_pos_maxp1=None, params=None):
+            return model(x, input_pos_maxp1=input_pos_maxp1, params=params)
 
         def compiled():
             return torch.compile(next_token, mode="reduce-overhead")
@@ -457,7 +457,7 @@ def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
         def generate(model: Model, x: torch.Tensor, params, n: int):
             input_pos_maxp1 = 4
             for _ in range(n):
-                x = next_token(model, x, input_pos_maxp1=input_pos_maxp1)
+                x = next_token(model, x, input_pos_maxp1=input_pos_maxp1, params=params)
                 input_pos_maxp1 += 1
                 params.seqlen_offset += 1
             return x
@@ -483,8 +483,8 @@ def test_per_step_names_and_attributes_travel_through_the_calls(tmp_path):
                 super().__init__()
                 self.attn = Attention()
 
-            def forward(self, x: torch.Tensor, input_pos_maxp1=None):
-                return self.attn(x, input_pos_maxp1)
+            def forward(self, x: torch.Tensor, input_pos_maxp1=None, params=None):
+                return self.attn(x, input_pos_maxp1, params=params)
         """))
     findings = check([tmp_path], Config(root=tmp_path), jobs=1).findings
     assert sorted((f.rule, f.path.rsplit("/", 1)[-1], f.line) for f in findings) == [

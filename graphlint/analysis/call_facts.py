@@ -29,6 +29,8 @@ from graphlint.analysis import catalog
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.names import class_bases, dotted
+from graphlint.analysis.argument_records import (SET, argument_record, default_states, join_records, resolve_record,
+                                                  value_state)
 
 _MAX_DEPTH = 12  # deeper expressions are never receivers the call graph can follow (`M(c).to(d).eval()` is 9)
 _MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
@@ -219,6 +221,24 @@ class _FunctionWalker:
         self.yields: list = []  # what a generator yields (a context manager's `as` value)
         self.once: list = []  # calls in one-time branches
         self.one_time = False
+        # What each call passes, None-wise (graphlint.analysis.argument_records), in the order of
+        # `calls`, and the None-states of what each local name is bound to.
+        self.call_args: list = []
+        self.once_args: list = []
+        self._call_index: dict[str, tuple[list, int]] = {}
+        self.name_states: dict[str, list] = {}
+
+    def note(self, target: cst.BaseExpression, state: Any) -> None:
+        """A name bound to a value of this None-state (None: unknown)."""
+        if type(target) is cst.Name:
+            slot = self.name_states.setdefault(target.value, [])
+            if state not in slot:
+                slot.append(state)
+        elif type(target) in (cst.Tuple, cst.List):
+            for element in target.elements:
+                self.note(element.value, None)
+        elif type(target) is cst.StarredElement:
+            self.note(target.value, None)
 
     def bind(self, target: cst.BaseExpression, value: list | None) -> None:
         if value is None:
@@ -289,6 +309,7 @@ class _FunctionWalker:
                 self._branch(node.orelse.body, id(node.orelse) in once)
         elif kind is cst.For:
             self.expr(node.iter)
+            self.note(node.target, None)
             self.bind(node.target, ["it", _enc(node.iter)])
             self.block(node.body)
             if node.orelse is not None:
@@ -302,11 +323,14 @@ class _FunctionWalker:
             for item in node.items:
                 self.expr(item.item)
                 if item.asname is not None:
+                    self.note(item.asname.name, None)
                     self.bind(item.asname.name, ["enter", _enc(item.item)])
             self.block(node.body)
         elif kind in (cst.Try, cst.TryStar):
             self.block(node.body)
             for handler in node.handlers:
+                if handler.name is not None:
+                    self.note(handler.name.name, None)
                 self.block(handler.body)
             for extra in (node.orelse, node.finalbody):
                 if extra is not None:
@@ -332,12 +356,15 @@ class _FunctionWalker:
         if kind is cst.Assign:
             self.expr(node.value)
             value = _enc(node.value)
+            state = value_state(node.value)
             for target in node.targets:
+                self.note(target.target, state)
                 self.bind(target.target, value)
         elif kind is cst.AnnAssign:
             self.bind(node.target, ["ann", _ann(node.annotation.annotation)])
             if node.value is not None:
                 self.expr(node.value)
+                self.note(node.target, value_state(node.value))
                 self.bind(node.target, _enc(node.value))
         elif kind is cst.Return:
             if node.value is not None:
@@ -347,6 +374,8 @@ class _FunctionWalker:
                     self.returns.append(encoded)
         elif kind in (cst.Expr, cst.AugAssign):
             self.expr(node.value)
+            if kind is cst.AugAssign:
+                self.note(node.target, SET)
         elif kind is cst.Assert:
             self.expr(node.test)
             self.expr(node.msg)
@@ -397,6 +426,7 @@ class _FunctionWalker:
                     stack.extend(condition.test for condition in comp.ifs)
                     comp = comp.inner_for_in
             elif kind is cst.NamedExpr:
+                self.note(node.target, value_state(node.value))
                 self.bind(node.target, _enc(node.value))
                 stack.append(node.value)
             elif kind is cst.Lambda:
@@ -447,6 +477,12 @@ class _FunctionWalker:
             # A one-time call (lazy set-up, a capture made once per batch size) is not followed
             # for regions, but what it passes still tells what a parameter holds.
             (self.once if self.one_time else self.calls).append(encoded)
+            records = self.once_args if self.one_time else self.call_args
+            self._call_index[key] = (records, len(records))
+            records.append(argument_record(node))
+        else:
+            records, index = self._call_index[key]
+            records[index] = join_records(records[index], argument_record(node))
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.
         func = node.func
         args = [a.value for a in node.args if a.keyword is None]
@@ -595,6 +631,7 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         walker.block(node.body)
         entry: dict[str, Any] = {"params": [name if ann is None else [name, ann] for name, ann in params],
                                  "calls": walker.calls}
+        _argument_facts(entry, node, params, self_name, walker)
         if owner is not None:
             entry["class"] = owner
         if decorators:
@@ -617,6 +654,23 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         "functions": out_functions,
         "globals": _module_globals(module),
     }
+
+
+def _argument_facts(entry: dict[str, Any], node: cst.FunctionDef, params: list[list], self_name: str | None,
+                    walker: _FunctionWalker) -> None:
+    """What each call passes None-wise ("args" in the order of "calls", "once_args" of "once"),
+    the parameters' None-state defaults ("defaults") and the parameters the body binds again ("rebound")."""
+    plain = {name for name, _ in params if not name.startswith("*") and name != self_name}
+    kwargs_param = next((name[2:] for name, _ in params if name.startswith("**")), None)
+    for field, records in (("args", walker.call_args), ("once_args", walker.once_args)):
+        if records:
+            entry[field] = [resolve_record(record, plain, kwargs_param, walker.name_states) for record in records]
+    defaults = default_states(node)
+    if defaults:
+        entry["defaults"] = defaults
+    rebound = sorted(name for name in plain | {kwargs_param} if name in walker.name_states)
+    if rebound:
+        entry["rebound"] = rebound
 
 
 def _roots(expr: Any, out: set[str]) -> None:

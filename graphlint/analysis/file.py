@@ -24,6 +24,7 @@ from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, dec
 from graphlint.analysis.children import trivia_types, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports, normalise_identifiers
+from graphlint.analysis.arm_guards import CONDITION, child_guards
 from graphlint.analysis.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
 from graphlint.analysis.step_values import step_values, unconditional_counters
@@ -71,6 +72,7 @@ class FileFinding:
     fix: str
     zone: str | None = None  # one-time branch or capture block the finding lies in
     escape: str | None = None  # "returned": the region decides (analysis/rule.RawFinding)
+    guards: list | None = None  # [name, "N" | "V"]: the None tests it runs under (analysis.arm_guards)
 
 
 @dataclass
@@ -183,15 +185,22 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     if is_loop:
         ctx.loop_depth += 1
     ctx.parents.append(node)
-    zones = _zones(node, ctx) if type(node).__name__ in _ZONED else None
+    node_type = type(node).__name__
+    zones = _zones(node, ctx) if node_type in _ZONED else None
+    guards = child_guards(node) if node_type in _GUARDED else None
+    if ctx.site_guards is not None and id(node) in ctx.site_guards:
+        ctx.site_guards[id(node)] = ctx.guards
     if top and isinstance(node, cst.FunctionDef):
         _walk(node.body, ctx, dispatch)
-    elif zones:
-        saved_zone = ctx.zone
+    elif zones or guards:
+        saved_zone, saved_guards = ctx.zone, ctx.guards
         for child in dispatch.children(node):
-            ctx.zone = zones.get(id(child), saved_zone)
+            if zones:
+                ctx.zone = zones.get(id(child), saved_zone)
+            if guards:
+                ctx.guards = saved_guards + guards.get(id(child), ())
             _walk(child, ctx, dispatch)
-        ctx.zone = saved_zone
+        ctx.zone, ctx.guards = saved_zone, saved_guards
     else:
         for child in dispatch.children(node):
             _walk(child, ctx, dispatch)
@@ -215,6 +224,7 @@ def _tokenizer_position(text: str) -> dict[str, int]:
 
 
 _ZONED = frozenset({"If", "With", "IndentedBlock"})  # libcst node types, by name: libcst loads lazily
+_GUARDED = frozenset({"If", "IfExp", "BooleanOperation", "IndentedBlock"})  # where a None test guards a child
 
 
 def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
@@ -330,6 +340,9 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     summaries = []
     every_call = unconditional_counters(module)
     final_envs: dict[str, dict] = {}  # qualname -> the facts at the end of that function
+    captures = _capture_facts(functions, imports, text)
+    # The tests each capture site sits under (`else:` of a model-type test), met by the walk.
+    site_guards = {id(site.node): () for sites, _, _ in captures.values() for site in sites} or None
     for info in functions:
         # A closure reads the names of the function it is defined in (`nonlocal` or not): they
         # keep what the enclosing function knows of them (functions come in source order, the
@@ -349,10 +362,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         summaries.append(summary)
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
+        ctx.site_guards = site_guards
         _walk(info.node, ctx, dispatch, top=True)
     # What this file's functions pass, return and assign, for the project-wide join.
     result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
-    captures = _capture_facts(functions, imports, text)
     needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
@@ -377,7 +390,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             line=where.start.line, col=where.start.column + 1,
             end_line=where.end.line, end_col=where.end.column + 1,
             statement_line=statement_line, message=item.message, fix=item.fix,
-            zone=item.zone, escape=item.escape,
+            zone=item.zone, escape=item.escape, guards=[list(g) for g in item.guards] or None,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
     # The call graph's per-file facts come from this same parse (no second read of the file).
@@ -390,6 +403,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             # [kind, line, [callee expressions]]: the call graph resolves the callees.
             entry["captures"] = [[site.kind, positions[site.node].start.line,
                                   [e for e in (encode(c) for c in site.callees if not is_library_method(c)) if e is not None]] for site in sites]
+            conditions = [[list(g) for g in (site_guards or {}).get(id(site.node), ()) if g[0].startswith(CONDITION)]
+                          for site in sites]
+            if any(conditions):
+                entry["capture_guards"] = conditions  # in the order of "captures"
             if decorator is not None:
                 entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
             if replay is not None:

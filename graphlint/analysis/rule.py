@@ -83,6 +83,8 @@ class RawFinding:
     # A finding whose verdict depends on the region: "returned" (a hazard only where the
     # function is its region's root, see engine/finalize).
     escape: str | None = None
+    # (name, "N" | "V"): the None tests the finding's code runs under (analysis.arm_guards).
+    guards: tuple = ()
 
 
 class Context:
@@ -99,6 +101,10 @@ class Context:
         self.loop_depth = 0
         # Set while the walk is inside a one-time branch or a `with torch.cuda.graph` body.
         self.zone: str | None = None
+        # The tests the walk is under (`if mask is not None:` ...): graphlint.analysis.arm_guards.
+        self.guards: tuple = ()
+        # id of a capture site's node -> the guards it sits under (filled as the walk meets it).
+        self.site_guards: dict[int, tuple] | None = None
 
     def value(self, node: cst.CSTNode) -> "Value":
         return self.facts.of(node)
@@ -110,7 +116,7 @@ class Context:
                escape: str | None = None) -> None:
         cls = rule if isinstance(rule, type) else type(rule)
         self._sink.append(RawFinding(cls, node, self.statement, self.function,
-                                     message or cls.message, fix or cls.fix, self.zone, escape))
+                                     message or cls.message, fix or cls.fix, self.zone, escape, self.guards))
 
     @property
     def parent(self) -> cst.CSTNode | None:

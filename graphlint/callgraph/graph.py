@@ -28,6 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
+from graphlint.callgraph.argument_states import ArgumentStates, bound_call, facts_by_function
 from graphlint.callgraph.calls import last_name
 from graphlint.callgraph.values import BUILTIN, CLS, DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
@@ -145,10 +146,16 @@ _SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin
                "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
 
 
-def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[list, dict, bool, list]:
+def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict | None = None,
+                   facts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> tuple[list, dict, bool, list]:
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
     could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
-    from the capture sites in the linted code."""
+    from the capture sites in the linted code. `calls` gets, per root, (capturing function,
+    callee expression, the configuration tests the site sits under) for each site: the first
+    two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
+    where the capture does not show the call. `facts`: the functions' call facts, by key."""
+    calls = {} if calls is None else calls
+    facts = facts or {}
     roots: list[tuple[tuple, str]] = []
     orchestration: dict[tuple[str, str], str] = {}
     sites: list[tuple] = []
@@ -156,7 +163,9 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
     for key, function in project.functions.items():
         owner = (key[0], function["class"]) if function["class"] else None
         scope = (key[0], key[1], owner)
-        for kind, line, callees in function.get("captures", ()):
+        site_guards = facts.get(key, {}).get("capture_guards") or ()
+        for number, (kind, line, callees) in enumerate(function.get("captures", ())):
+            conditions = frozenset(tuple(g) for g in site_guards[number]) if number < len(site_guards) else frozenset()
             where = f"{key[0]}:{line}"
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
             if kind == "compile-decorator":
@@ -178,6 +187,10 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
                     targets = _passed_callables(project, key)
                 if targets:
                     site_roots.extend(targets)
+                    inline = kind in _INLINE_SITES
+                    for target in targets:
+                        calls.setdefault(target[1], []).append((key, expr, conditions) if inline else
+                                                               (None, None, conditions))
                 elif not values or any(v[0] not in (EXT, BUILTIN) for v in values):  # `range(n)` is no callee
                     blind = True
                     text = _text(expr)
@@ -191,6 +204,63 @@ def _capture_roots(project: Project, unresolved: dict, names: dict) -> tuple[lis
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
     return roots, orchestration, blind, sites
+
+
+# Capture sites whose captured calls are in the capturing function's own body.
+_INLINE_SITES = frozenset({"cuda-graph", "capture-begin"})
+
+
+def _root_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tuple],
+                site_calls: Mapping[tuple[str, str], list]) -> None:
+    """How the roots are called: a capture's inline call with its arguments; anything else
+    (an entry point, a forward taken as a root, a compiled callable) says nothing."""
+    for root, _ in roots:
+        key = root[1]
+        for caller, expr, _ in site_calls.get(key, [(None, None, None)]):
+            indices = [i for i, call in enumerate(project.functions[caller]["calls"]) if call[1] == expr] \
+                if caller is not None else []
+            for index in indices:
+                arguments.add_call(key, caller, index, bound_call(expr))
+            if not indices:
+                arguments.add_call(key)
+
+
+def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,
+                     per_step: set, unconditioned: set) -> dict[tuple[str, str], dict[str, str]]:
+    """The configuration tests that hold wherever a captured function is captured: those every
+    capture site of it sits under, for a root that no per-step function calls and that is not a
+    root in any other way (`else: self.step = torch.compile(self.step)` under a model-type test)."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for key, entries in site_calls.items():
+        if key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
+            continue
+        held = frozenset.intersection(*(conditions for _, _, conditions in entries))
+        if held:
+            found[key] = dict(sorted(held))
+    return found
+
+
+def _call_records(project: Project, arguments: ArgumentStates, key: tuple[str, str]) -> list | None:
+    """The argument records of every call of `key` in the linted code (a capturing function
+    whose `**kwargs` the captured call passes on); None when a call by its name does not
+    resolve, or resolves to it without a record, since a call not seen may pass anything."""
+    name = key[1].rsplit(".", 1)[-1]
+    found = []
+    for caller, function in project.functions.items():
+        owner = (caller[0], function["class"]) if function["class"] else None
+        for field, group in (("args", function["calls"]), ("once_args", function["once"])):
+            for index, call in enumerate(group):
+                if last_name(call[1]) != name:
+                    continue
+                targets = {t[1] for t in project.call_targets(project.eval(call[1], (caller[0], caller[1], owner)))}
+                if not targets:
+                    return None
+                if key in targets:
+                    record = arguments.record(caller, index, field)
+                    if record is None:
+                        return None
+                    found.append((record, bound_call(call[1])))
+    return found
 
 
 def _is_parameter(project: Project, key: tuple[str, str], expr: Any) -> bool:
@@ -346,7 +416,11 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph = CallGraph()
     names = graph.names = _display_names(project)
     unresolved: dict[tuple, dict] = {}
-    site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names)
+    site_calls: dict[tuple[str, str], list] = {}
+    # What each captured function's parameters are, None-wise, over the calls that reach it.
+    arguments = ArgumentStates(facts_by_function(files), lambda key: _call_records(project, arguments, key))
+    site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names, site_calls,
+                                                             arguments.functions)
     has_sites = bool(sites)
     if blind or not has_sites:
         fallback = _forward_roots(project)
@@ -361,6 +435,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
+    _root_calls(project, arguments, site_roots, site_calls)
+    _root_calls(project, arguments, entries + learned + fallback, {})
     # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
@@ -427,7 +503,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             key, self_class = target[1], target[2]
             scope = (key[0], key[1], self_class)
             callees = graph.edges.setdefault(key, [])
-            for call in project.functions[key]["calls"]:
+            for index, call in enumerate(project.functions[key]["calls"]):
                 targets, candidates = _callees(project, call, scope, key, names, unresolved, graph)
                 if targets and _is_parameter(project, key, call[1]):
                     calls_a_parameter.add(key)
@@ -436,6 +512,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
                     if callee[1] not in region:
                         candidate_edges.setdefault(callee[1], _text(call[1]))
                 for callee in targets + candidates:
+                    arguments.add_call(callee[1], key, index, bound_call(call[1]))
                     if callee[1] not in callees:
                         callees.append(callee[1])
                     reach(callee, mode, key, reason, queue)
@@ -458,11 +535,17 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             region[key], parent[key], reasons[key] = HOST, None, _designation(project, key, config, orchestration)[1]
             graph.order.append(key)
     graph.entries = list(dict.fromkeys(e[0][1] for e in roots))
+    known = arguments.solve(key for key, where in region.items() if where in (CAPTURED, EAGER))
+    per_step = {key for key, where in region.items() if where in (CAPTURED, EAGER)}
+    unconditioned = {root[1] for root, _ in entries + learned + fallback}
+    for key, held in _site_conditions(site_calls, arguments, per_step, unconditioned).items():
+        known[key] = {**known.get(key, {}), **held}
     for file in files:
         for function in file.get("functions", []):
             key = (file["path"], function["qualname"])
             if key in region:
-                graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""))
+                graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""),
+                                                  tuple(sorted(known.get(key, {}).items())))
             elif key in swept:
                 graph.placements[key] = swept[key]
             else:

@@ -24,6 +24,9 @@ class Placement:
     region: str
     reached_via: tuple[str, ...] = ()
     reason: str = ""  # why: "capture site at path:line", "forward of nn.Module X", "configured host", ...
+    # (parameter, "N" | "V"): what every call that reaches the function in its region passes
+    # for that parameter, None-wise (graphlint.callgraph.argument_states).
+    known: tuple[tuple[str, str], ...] = ()
 
 
 def module_name(rel_path: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphlint.analysis import suppressions
+from graphlint.analysis.arm_guards import CONDITION, HOLDS
 from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
 from graphlint.analysis.file import FileFinding
 from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
@@ -48,6 +49,21 @@ def _by_region(raw: dict, placement: Placement) -> dict:
     caller = placement.reached_via[-2] if len(placement.reached_via) > 1 else "its caller"
     return {**raw, "rule": rule.code, "message": f"{rule.message} (returned to `{caller}`, inside the step)",
             "fix": rule.fix}
+
+
+def _contradicted(guards: Sequence, known: Sequence[tuple[str, str]]) -> str | None:
+    """Why code under these None tests never runs in the step, or None when it may."""
+    states = dict(known)
+    for name, state in guards:
+        passed = states.get(name)
+        if passed is None or passed == state:
+            continue
+        if name.startswith(CONDITION):
+            said = "holds" if passed == HOLDS else "fails"
+            return f"dead arm: the step is captured only where `{name[len(CONDITION):]}` {said}"
+        said = "None" if passed == "N" else "never None"
+        return f"dead arm: `{name}` is {said} at every call that reaches it in the step"
+    return None
 
 
 def selected(code: str, select: Sequence[str], ignore: Sequence[str]) -> bool:
@@ -120,6 +136,12 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
             elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
                 placement = Placement(CAPTURED, placement.reached_via,
                                       f"inside the `with torch.cuda.graph` block of {raw['function']}")
+            elif placement.known and raw.get("guards") and placement.region in (CAPTURED, EAGER):
+                dead = _contradicted(raw["guards"], placement.known)
+                if dead is not None:
+                    # `if mask is not None:` where every call in the step passes no mask: an arm
+                    # the step never runs.
+                    placement = Placement(HOST, placement.reached_via, dead)
             rule = BY_CODE[raw["rule"]]
             if raw["rule"] == "GL510" and (path, raw["function"]) in warmed_up:
                 continue  # the caller warms the step up before calling the capture function

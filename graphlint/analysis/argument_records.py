@@ -1,0 +1,117 @@
+"""What a call passes for each argument, as far as None goes: None, certainly not None, or
+the caller's own parameter passed on (graphlint.callgraph.argument_states joins the records of
+the calls that reach a captured function).
+
+States: NONE ("N"), SET ("V": a literal, an arithmetic result, a container, a tensor method's
+result), "=name" (the caller's parameter `name`, passed on; "=**name" its `**` parameter), None
+(unknown). Nothing is resolved here: a plain name is looked up among the function's own
+parameters and local bindings only.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from graphlint.lazy import cst
+
+from graphlint.analysis import catalog
+
+NONE = "N"
+SET = "V"
+
+# Node types, by name, whose value is never None: literals, containers, arithmetic and
+# comparisons (a tensor expression is a tensor), lambdas.
+_NEVER_NONE = frozenset({"Integer", "Float", "Imaginary", "SimpleString", "ConcatenatedString", "FormattedString",
+                         "List", "Tuple", "Set", "Dict", "ListComp", "SetComp", "DictComp", "GeneratorExp",
+                         "Lambda", "BinaryOperation", "UnaryOperation", "Comparison"})
+# A tensor's (or a container's) own methods return a value (`x.to(d)`, `x.view(-1)`).
+_VALUE_METHODS = catalog.names("call_facts", "library_methods")
+
+
+def value_state(node: cst.BaseExpression | None) -> Any:
+    """NONE, SET, ("ref", name) for a plain name (the caller resolves it), or None."""
+    if node is None:
+        return None
+    kind = type(node)
+    if kind is cst.Name:
+        if node.value == "None":
+            return NONE
+        if node.value in ("True", "False"):
+            return SET
+        return ("ref", node.value)
+    if kind.__name__ in _NEVER_NONE:
+        return SET
+    if kind is cst.Call:
+        func = node.func
+        if type(func) is cst.Attribute and func.attr.value in _VALUE_METHODS:
+            return SET
+        return None
+    if kind is cst.IfExp:
+        body, orelse = value_state(node.body), value_state(node.orelse)
+        return body if body == orelse else None
+    if kind is cst.NamedExpr:
+        return value_state(node.value)
+    return None
+
+
+def argument_record(call: cst.Call) -> list:
+    """[positional states, {keyword: state}] of a call; a `*args` ends the positional list with
+    "*", a `**kwargs` is the keyword "**" (the name's state, a ("ref", name) when plain)."""
+    positional: list = []
+    keywords: dict[str, Any] = {}
+    for arg in call.args:
+        if arg.keyword is not None:
+            keywords[arg.keyword.value] = value_state(arg.value)
+        elif arg.star == "**":
+            keywords["**"] = ("ref", arg.value.value) if type(arg.value) is cst.Name else None
+        elif arg.star == "*":
+            if not positional or positional[-1] != "*":
+                positional.append("*")
+        elif not positional or positional[-1] != "*":
+            positional.append(value_state(arg.value))
+    return [positional, keywords]
+
+
+def join_records(first: list, second: list) -> list:
+    """One record for two calls with the same callee encoding: what both agree on."""
+    positional = [a if a == b else None for a, b in zip(first[0], second[0])]
+    longer = first[0] if len(first[0]) > len(second[0]) else second[0]
+    # Passed by one and left to the default by the other: unknown (a "*" stays a "*").
+    positional += ["*" if item == "*" else None for item in longer[len(positional):]]
+    keys = first[1].keys() | second[1].keys()
+    keywords = {key: first[1][key] if first[1].get(key, 0) == second[1].get(key, 1) else None for key in keys}
+    return [positional, keywords]
+
+
+def resolve_record(record: list, params: set[str], kwargs_param: str | None, states: dict[str, list]) -> list:
+    """A record with its ("ref", name) states resolved against the function: a parameter it
+    never rebinds is "=name" (its `**` parameter "=**name"), a local bound only to None (or
+    only to values never None) is that, anything else unknown."""
+    def resolve(state: Any, depth: int = 0) -> Any:
+        if type(state) is not tuple:
+            return state
+        name = state[1]
+        if name in params or name == kwargs_param:
+            if name in states:
+                return None  # rebound somewhere in the function
+            return f"=**{name}" if name == kwargs_param else f"={name}"
+        bound = states.get(name)
+        if not bound or depth > 4:
+            return None  # a global, a closure's, a builtin: not followed
+        found = {resolve(item, depth + 1) for item in bound}
+        if len(found) != 1:
+            return None
+        only = found.pop()
+        return None if only is None or only.startswith("=**") else only
+    return [[resolve(s) for s in record[0]], {k: resolve(v) for k, v in record[1].items()}]
+
+
+def default_states(function: cst.FunctionDef) -> dict[str, str]:
+    """Parameters whose default is None (NONE) or a value never None (SET)."""
+    params = function.params
+    found: dict[str, str] = {}
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        if param.default is not None:
+            state = value_state(param.default)
+            if state in (NONE, SET):
+                found[param.name.value] = state
+    return found

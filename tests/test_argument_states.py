@@ -1,0 +1,206 @@
+"""What a capture passes reaches its region: a parameter that every call in the captured step
+leaves None (or always passes) makes the arms of its None tests dead there, and findings in a
+dead arm are not per-step. Anything the graph cannot see (a call it did not follow, a compiled
+callable's callers, a `**kwargs` of unknown keys, a parameter the body rebinds) keeps them."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphlint.config import Config
+from graphlint.engine import check
+import libcst as cst
+
+from graphlint.analysis import arm_guards
+
+MODEL = '''
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Inner()
+
+    def forward(self, ids, attention_mask=None, embeds=None, **kwargs):
+        return self.inner(ids, attention_mask=attention_mask, embeds=embeds, **kwargs)
+
+
+class Inner(nn.Module):
+    def forward(self, ids, attention_mask=None, embeds=None, scale=None):
+        if scale is not None:
+            print(scale.item())
+        if attention_mask is not None and attention_mask.sum().item() > 0:
+            ids = ids + 1
+        return self._mask(attention_mask, ids)
+
+    def _mask(self, mask, x):
+        if mask is None:
+            return x
+        return x * mask.sum().item()
+'''
+
+RUNNER = '''
+import torch
+from model import Model
+
+
+class Runner:
+    def capture(self, model, ids, **kwargs):
+        g = torch.cuda.CUDAGraph()
+        for _ in range(3):
+            model(ids, {args}**kwargs)
+        with torch.cuda.graph(g):
+            self.out = model(ids, {args}**kwargs)
+        self.g = g
+
+    def run(self):
+        self.g.replay()
+
+
+def main():
+    r = Runner()
+    m = Model().cuda()
+    r.capture(m, torch.zeros(1), {kwargs})
+'''
+
+
+def _lines(tmp_path: Path, runner_args: str = "", runner_kwargs: str = "scale=torch.ones(1)",
+           model: str = MODEL) -> set[tuple[str, int]]:
+    (tmp_path / "model.py").write_text(textwrap.dedent(model))
+    (tmp_path / "runner.py").write_text(RUNNER.format(args=runner_args, kwargs=runner_kwargs))
+    (tmp_path / "graphlint.toml").write_text("")
+    found = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    return {(f.rule, f.line) for f in found if f.path.endswith("model.py")}
+
+
+def test_an_argument_the_capture_leaves_to_its_none_default_makes_its_arms_dead(tmp_path):
+    found = _lines(tmp_path)
+    # `scale` arrives through the runner's **kwargs (its caller passes scale=...): kept.
+    assert ("GL101", 18) in found
+    # `attention_mask` is never passed: None in Model.forward, passed on to Inner.forward and
+    # positionally to `_mask`, whose `.item()` after `if mask is None: return` is dead, and so is
+    # the membership test behind `attention_mask is not None and`.
+    assert ("GL101", 26) not in found
+    assert not any(line == 19 for _, line in found)
+
+
+def test_a_capture_that_passes_the_argument_keeps_its_arms(tmp_path):
+    found = _lines(tmp_path, runner_args="attention_mask=ids, ")
+    assert ("GL101", 26) in found and ("GL101", 19) in found
+
+
+def test_a_caller_that_does_not_say_keeps_the_arms(tmp_path):
+    # The runner's caller spreads a dict of its own: the keys are not known.
+    found = _lines(tmp_path, runner_kwargs="**options")
+    assert ("GL101", 18) in found and ("GL101", 26) in found
+
+
+def test_one_call_that_passes_it_among_many_that_do_not_keeps_the_arm(tmp_path):
+    model = MODEL.replace("        return self._mask(attention_mask, ids)",
+                          "        self._mask(ids, ids)\n        return self._mask(attention_mask, ids)")
+    found = _lines(tmp_path, model=model)
+    assert ("GL101", 27) in found
+
+
+def test_a_parameter_the_function_rebinds_keeps_its_arms(tmp_path):
+    model = MODEL.replace("        if mask is None:\n            return x",
+                          "        mask = mask if mask is not None else x\n        if mask is None:\n            return x")
+    found = _lines(tmp_path, model=model)
+    assert ("GL101", 27) in found
+
+
+def test_a_compiled_callable_knows_nothing_of_its_arguments(tmp_path):
+    (tmp_path / "model.py").write_text(textwrap.dedent(MODEL))
+    (tmp_path / "runner.py").write_text(textwrap.dedent('''
+        import torch
+        from model import Model
+
+        def build():
+            return torch.compile(Model().cuda(), mode="reduce-overhead")
+    '''))
+    (tmp_path / "graphlint.toml").write_text("")
+    found = {(f.rule, f.line) for f in check([tmp_path], Config(root=tmp_path), jobs=1).findings}
+    assert ("GL101", 26) in found
+
+
+def parse_expression_guards(text: str):
+    return arm_guards.arm_guards(cst.parse_expression(text))
+
+
+def test_none_tests_say_what_holds_in_each_arm():
+    assert parse_expression_guards("x is None") == ((("x", "N"),), (("x", "V"),))
+    assert parse_expression_guards("not x is not None") == ((("x", "N"),), (("x", "V"),))
+    assert parse_expression_guards("x is not None and y is None") == ((("x", "V"), ("y", "N")), ())
+    assert parse_expression_guards("x is None or y is None") == ((), (("x", "V"), ("y", "V")))
+    # An attribute, a truth test or a comparison with anything else says nothing.
+    assert parse_expression_guards("self.x is None") == ((), ())
+    assert parse_expression_guards("x") == ((), ())
+    assert parse_expression_guards("x == None") == ((), ())
+
+
+GENERATOR = '''
+import torch
+
+
+class Generator:
+    def __init__(self, model, compile: bool):
+        self.model = model
+        if compile:
+            if self.model.config.model_type == "vision":
+                self.model.compile()
+            else:
+                self.decode_one_token = torch.compile(self.decode_one_token, mode="reduce-overhead")
+
+    def decode_one_token(self, model, x, pos):
+        if model.config.model_type == "vision":
+            mask = pos.item()
+            return model(x, mask=mask)
+        if model.config.{flag}:
+            print(x.sum().item())
+        return model(x)
+
+    def generate(self, x, pos, steps: int):
+        for _ in range(steps):
+            x = self.decode_one_token(self.model, x, pos)
+        return x
+'''
+
+
+def _generator_lines(tmp_path: Path, flag: str = "verbose", extra: str = "") -> set[tuple[str, int]]:
+    (tmp_path / "gen.py").write_text(GENERATOR.format(flag=flag) + extra)
+    (tmp_path / "graphlint.toml").write_text("")
+    return {(f.rule, f.line) for f in check([tmp_path], Config(root=tmp_path), jobs=1).findings}
+
+
+def test_a_capture_made_only_under_a_configuration_test_makes_the_other_arm_dead(tmp_path):
+    found = _generator_lines(tmp_path)
+    # The vision arm of the compiled step never runs compiled: the compile is in the `else`.
+    assert ("GL101", 16) not in found
+    # A configuration test the capture site does not sit under says nothing.
+    assert ("GL101", 19) in found
+
+
+def test_a_second_capture_site_without_the_test_keeps_the_arm(tmp_path):
+    extra = '''
+
+def also(gen):
+    gen.decode_one_token = torch.compile(gen.decode_one_token, mode="reduce-overhead")
+'''
+    found = _generator_lines(tmp_path, extra=extra.replace("gen.decode_one_token = torch.compile(gen.decode_one_token",
+                                                           "gen.step = torch.compile(Generator.decode_one_token"))
+    assert ("GL101", 16) in found
+
+
+def test_configuration_tests_are_keyed_by_the_last_two_attributes():
+    def guards(text):
+        return arm_guards.condition_guards(cst.parse_expression(text))
+    assert guards("self.model.config.model_type == ModelType.Flamingo") == guards(
+        "model.config.model_type == ModelType.Flamingo")
+    assert guards("self.config.model_type != 'a'") == ((("cond:config.model_type == 'a'", "F"),),
+                                                       (("cond:config.model_type == 'a'", "T"),))
+    assert guards("not args.compile") == ((("cond:args.compile", "F"),), (("cond:args.compile", "T"),))
+    # A plain name, `self.flag` (one attribute) or a comparison with a computed value is no key.
+    assert guards("compile") == ((), ()) and guards("self.compile") == ((), ())
+    assert guards("x.shape[0] == n") == ((), ())
