@@ -204,3 +204,76 @@ def test_configuration_tests_are_keyed_by_the_last_two_attributes():
     # A plain name, `self.flag` (one attribute) or a comparison with a computed value is no key.
     assert guards("compile") == ((), ()) and guards("self.compile") == ((), ())
     assert guards("x.shape[0] == n") == ((), ())
+
+
+BLIND_RUNNER = '''
+import importlib
+
+import torch
+
+
+def load_model(name):
+    return getattr(importlib.import_module(name), "Model")()
+
+
+class Runner:
+    def __init__(self, name):
+        self.model = load_model(name)
+
+    def capture(self, ids, positions):
+        g = torch.cuda.CUDAGraph()
+        for _ in range(3):
+            self.model(ids, positions)
+        with torch.cuda.graph(g):
+            self.out = self.model(ids, positions)
+        self.g = g
+
+    def run(self):
+        self.g.replay()
+'''
+
+LOADED_MODEL = '''
+import torch
+from torch import nn
+
+
+class Loaded(nn.Module):
+    def forward(self, ids, positions, inputs_embeds=None):
+        if inputs_embeds is not None:
+            print(inputs_embeds.sum().item())
+            hidden = inputs_embeds
+        else:
+            hidden = ids.float()
+        return hidden * positions
+
+
+class Other(nn.Module):
+    def forward(self, pixel_batch, inputs_embeds=None, *, scale):
+        if inputs_embeds is not None:
+            print(inputs_embeds.sum().item())
+        return pixel_batch * scale
+
+
+class Defaulted(nn.Module):
+    def forward(self, ids, positions, inputs_embeds=None):
+        if inputs_embeds is None:
+            inputs_embeds = ids.float()
+            print(inputs_embeds.max().item())
+        if inputs_embeds is not None:
+            print(inputs_embeds.min().item())
+        return inputs_embeds * positions
+'''
+
+
+def test_a_forward_taken_as_a_root_is_bound_to_the_capture_call_it_accepts(tmp_path):
+    # The captured callee comes from a registry: every module forward is a root. Each takes
+    # what the capture's own call passes where that call fits its signature.
+    (tmp_path / "runner.py").write_text(BLIND_RUNNER)
+    (tmp_path / "loaded.py").write_text(LOADED_MODEL)
+    (tmp_path / "graphlint.toml").write_text("")
+    found = {(f.rule, f.line) for f in check([tmp_path], Config(root=tmp_path), jobs=1).findings
+             if f.path.endswith("loaded.py")}
+    assert ("GL101", 9) not in found  # `inputs_embeds` is left out by the capture: None
+    assert ("GL101", 19) in found  # Other.forward cannot take `(ids, positions)`: nothing known
+    # A test before the function rebinds the parameter holds; one after it says nothing.
+    assert ("GL101", 27) in found and ("GL101", 29) in found

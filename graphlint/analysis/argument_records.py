@@ -105,13 +105,17 @@ def resolve_record(record: list, params: set[str], kwargs_param: str | None, sta
     return [[resolve(s) for s in record[0]], {k: resolve(v) for k, v in record[1].items()}]
 
 
-def default_states(function: cst.FunctionDef) -> dict[str, str]:
-    """Parameters whose default is None (NONE) or a value never None (SET)."""
+def default_states(function: cst.FunctionDef) -> tuple[dict[str, str], list[str]]:
+    """The parameters whose default is None (NONE) or a value never None (SET), and those with
+    a default of any other kind."""
     params = function.params
     found: dict[str, str] = {}
+    others: list[str] = []
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
         if param.default is not None:
             state = value_state(param.default)
             if state in (NONE, SET):
                 found[param.name.value] = state
-    return found
+            else:
+                others.append(param.name.value)
+    return found, others

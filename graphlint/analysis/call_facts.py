@@ -659,15 +659,18 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
 def _argument_facts(entry: dict[str, Any], node: cst.FunctionDef, params: list[list], self_name: str | None,
                     walker: _FunctionWalker) -> None:
     """What each call passes None-wise ("args" in the order of "calls", "once_args" of "once"),
-    the parameters' None-state defaults ("defaults") and the parameters the body binds again ("rebound")."""
+    the parameters' None-state defaults ("defaults"), those with another default ("optional")
+    and the parameters the body binds again ("rebound")."""
     plain = {name for name, _ in params if not name.startswith("*") and name != self_name}
     kwargs_param = next((name[2:] for name, _ in params if name.startswith("**")), None)
     for field, records in (("args", walker.call_args), ("once_args", walker.once_args)):
         if records:
             entry[field] = [resolve_record(record, plain, kwargs_param, walker.name_states) for record in records]
-    defaults = default_states(node)
+    defaults, optional = default_states(node)
     if defaults:
         entry["defaults"] = defaults
+    if optional:
+        entry["optional"] = optional
     rebound = sorted(name for name in plain | {kwargs_param} if name in walker.name_states)
     if rebound:
         entry["rebound"] = rebound

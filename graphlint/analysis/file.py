@@ -188,6 +188,11 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
     node_type = type(node).__name__
     zones = _zones(node, ctx) if node_type in _ZONED else None
     guards = child_guards(node) if node_type in _GUARDED else None
+    if ctx.rebindable:
+        if node_type in _BINDING:
+            ctx.rebound.update(_bound_names(node))
+        if guards:
+            guards = _still_valid(guards, ctx, node_type == "IndentedBlock")
     if ctx.site_guards is not None and id(node) in ctx.site_guards:
         ctx.site_guards[id(node)] = ctx.guards
     if top and isinstance(node, cst.FunctionDef):
@@ -225,6 +230,42 @@ def _tokenizer_position(text: str) -> dict[str, int]:
 
 _ZONED = frozenset({"If", "With", "IndentedBlock"})  # libcst node types, by name: libcst loads lazily
 _GUARDED = frozenset({"If", "IfExp", "BooleanOperation", "IndentedBlock"})  # where a None test guards a child
+_BINDING = frozenset({"Assign", "AnnAssign", "AugAssign", "For", "NamedExpr", "WithItem", "ExceptHandler"})
+
+
+def _bound_names(node: cst.CSTNode) -> list[str]:
+    """The plain names a binding statement (or a walrus, a `with ... as`, an `except ... as`) binds."""
+    kind = type(node)
+    if kind is cst.Assign:
+        targets = [t.target for t in node.targets]
+    elif kind is cst.WithItem:
+        targets = [node.asname.name] if node.asname is not None else []
+    elif kind is cst.ExceptHandler:
+        targets = [node.name.name] if node.name is not None else []
+    else:
+        targets = [node.target]
+    names: list[str] = []
+    while targets:
+        target = targets.pop()
+        if type(target) is cst.Name:
+            names.append(target.value)
+        elif type(target) in (cst.Tuple, cst.List):
+            targets.extend(e.value for e in target.elements)
+        elif type(target) is cst.StarredElement:
+            targets.append(target.value)
+    return names
+
+
+def _still_valid(guards: dict[int, tuple], ctx: Context, block: bool) -> dict[int, tuple] | None:
+    """A None test of a name the function binds again says what the name held when the test
+    ran only before the first rebinding, and never inside a loop (a later iteration may see
+    the new value). A block's early exits are read before its statements are walked, so
+    there such a name never guards."""
+    def valid(name: str) -> bool:
+        return name.startswith(CONDITION) or name not in ctx.rebindable or (
+            not block and name not in ctx.rebound and not ctx.loop_depth)
+    kept = {child: tuple(g for g in held if valid(g[0])) for child, held in guards.items()}
+    return {child: held for child, held in kept.items() if held} or None
 
 
 def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
@@ -343,6 +384,9 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     captures = _capture_facts(functions, imports, text)
     # The tests each capture site sits under (`else:` of a model-type test), met by the walk.
     site_guards = {id(site.node): () for sites, _, _ in captures.values() for site in sites} or None
+    # The call graph's per-file facts come from this same parse (no second read of the file);
+    # the walk reads which parameters each function binds again.
+    calls = callgraph_facts(module, imports, functions, facts) if call_graph else {"functions": {}}
     for info in functions:
         # A closure reads the names of the function it is defined in (`nonlocal` or not): they
         # keep what the enclosing function knows of them (functions come in source order, the
@@ -363,6 +407,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
         ctx.site_guards = site_guards
+        ctx.rebindable = frozenset(calls["functions"].get(info.qualname, {}).get("rebound", ()))
         _walk(info.node, ctx, dispatch, top=True)
     # What this file's functions pass, return and assign, for the project-wide join.
     result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
@@ -393,9 +438,8 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             zone=item.zone, escape=item.escape, guards=[list(g) for g in item.guards] or None,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
-    # The call graph's per-file facts come from this same parse (no second read of the file).
     if call_graph:
-        result.extra["calls"] = calls = callgraph_facts(module, imports, functions, facts)
+        result.extra["calls"] = calls
         for qualname, (sites, replay, decorator) in captures.items():
             entry = calls["functions"].get(qualname)
             if entry is None:

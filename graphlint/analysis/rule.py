@@ -105,6 +105,9 @@ class Context:
         self.guards: tuple = ()
         # id of a capture site's node -> the guards it sits under (filled as the walk meets it).
         self.site_guards: dict[int, tuple] | None = None
+        # Parameters the function binds again somewhere, and those the walk has seen rebound.
+        self.rebindable: frozenset[str] = frozenset()
+        self.rebound: set[str] = set()
 
     def value(self, node: cst.CSTNode) -> "Value":
         return self.facts.of(node)

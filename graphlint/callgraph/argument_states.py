@@ -49,7 +49,8 @@ class _Signature:
             else:
                 self.positional.append(name)
         self.defaults: dict[str, str] = dict(facts.get("defaults", {}))
-        self.rebound = frozenset(facts.get("rebound", ()))
+        # Parameters with a default of any kind (a call may leave them out).
+        self.optional = frozenset(facts.get("optional", ()))
 
 
 class ArgumentStates:
@@ -67,6 +68,9 @@ class ArgumentStates:
         # callee -> {(caller, index of the call in the caller's calls): bound method call};
         # (None, -1) when it is reached in a way that says nothing of its arguments.
         self.incoming: dict[tuple[str, str], dict[tuple[tuple[str, str] | None, int], bool]] = {}
+        # Roots that may be what a capture calls (a forward taken as a root): the capture's calls
+        # whose arguments they accept say what they get.
+        self.candidates: dict[tuple[str, str], list[tuple[tuple[str, str], int, bool]]] = {}
 
     def signature(self, key: tuple[str, str]) -> _Signature:
         found = self._signatures.get(key)
@@ -86,6 +90,12 @@ class ArgumentStates:
         reached in a way that says nothing of what it is passed)."""
         self.incoming.setdefault(callee, {})[(caller, index)] = bound
 
+    def add_candidate(self, callee: tuple[str, str], caller: tuple[str, str], index: int, bound: bool) -> None:
+        """`callee` may be what the caller's call at `index` runs (a capture's call whose callee is
+        not resolved, or run in place of the one resolved): it counts if the call binds to it."""
+        self.incoming.setdefault(callee, {})
+        self.candidates.setdefault(callee, []).append((caller, index, bound))
+
     def _records(self, key: tuple[str, str]) -> list[tuple[tuple[str, str] | None, Any, bool]]:
         return [(caller, self.record(caller, index) if caller is not None else None, bound)
                 for (caller, index), bound in self.incoming[key].items()]
@@ -104,8 +114,9 @@ class ArgumentStates:
                 break
         known: dict[tuple[str, str], dict[str, str]] = {}
         for key, params in states.items():
-            rebound = self.signature(key).rebound
-            kept = {name: state for name, state in params.items() if state in (NONE, SET) and name not in rebound}
+            # What a parameter holds on entry: a None test after the function binds it again
+            # carries no guard (graphlint.analysis.file drops it).
+            kept = {name: state for name, state in params.items() if state in (NONE, SET)}
             if kept:
                 known[key] = kept
         return known
@@ -116,16 +127,28 @@ class ArgumentStates:
         if signature.method and names and names[0] in ("self", "cls"):
             names = names[1:]
         out: dict[str, str | None] = {}
-        for caller, record, bound in self._records(key):
-            for binding in self._bind(signature, caller, record, bound, states):
+        ways = [(caller, record, bound, False) for caller, record, bound in self._records(key)]
+        ways += [(caller, self.record(caller, index), bound, True) for caller, index, bound in self.candidates.get(key, ())]
+        accepted = False
+        for caller, record, bound, candidate in ways:
+            bindings = self._bind(signature, caller, record, bound, states)
+            if bindings is None:
+                if candidate:
+                    continue  # a call it cannot be the callee of
+                bindings = [{}]
+            accepted = accepted or candidate
+            for binding in bindings:
                 for name in names:
                     out[name] = _join(out.get(name), binding.get(name, EITHER))
+        if key in self.candidates and not accepted:
+            out = {name: EITHER for name in names}  # no capture call it fits: nothing known
         return out
 
     def _bind(self, signature: _Signature, caller: tuple[str, str] | None, record: Any, bound: bool,
-              states: Mapping) -> list[dict[str, str | None]]:
+              states: Mapping) -> list[dict[str, str | None]] | None:
         """What one call gives each parameter: one binding, or one per call site of the
-        caller when it passes its `**kwargs` on."""
+        caller when it passes its `**kwargs` on; None when the call does not fit the signature
+        (more arguments than parameters, a keyword it does not take, a required one missing)."""
         if record is None:
             return [{}]
         positional_names = signature.positional[1:] if signature.method and bound else list(signature.positional)
@@ -138,7 +161,7 @@ class ArgumentStates:
             if index < len(positional_names):
                 given[positional_names[index]] = state
             elif not signature.varargs:
-                return [{}]  # more arguments than parameters: not this function's call
+                return None  # more arguments than parameters: not this function's call
         accepted = set(positional_names) | set(signature.keyword_only)
         for name, state in record[1].items():
             if name == "**":
@@ -146,7 +169,11 @@ class ArgumentStates:
             if name in accepted:
                 given[name] = state
             elif not signature.varkw:
-                return [{}]
+                return None
+        if not star and "**" not in record[1] and any(
+                name not in given and name not in signature.defaults and name not in signature.optional
+                for name in positional_names + signature.keyword_only):
+            return None  # a required parameter left out
         caller_states = states.get(caller, {}) if caller is not None else {}
 
         def value(state: Any) -> str | None:

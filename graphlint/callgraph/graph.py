@@ -153,7 +153,9 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
     from the capture sites in the linted code. `calls` gets, per root, (capturing function,
     callee expression, the configuration tests the site sits under) for each site: the first
     two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
-    where the capture does not show the call. `facts`: the functions' call facts, by key."""
+    where the capture does not show the call; under the key None, every call captured inline
+    as (capturing function, callee expression), resolved or not. `facts`: the functions' call
+    facts, by key."""
     calls = {} if calls is None else calls
     facts = facts or {}
     roots: list[tuple[tuple, str]] = []
@@ -185,13 +187,16 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
                     # The step handed to the capturing function (`capture(self.forward_decode, ...)`):
                     # what its callers pass.
                     targets = _passed_callables(project, key)
+                library = bool(values) and all(_library_value(v) for v in values)
+                if kind in _INLINE_SITES and (targets or not library):
+                    calls.setdefault(None, []).append((key, expr))  # not a library's call (`torch.cuda.set_device`)
                 if targets:
                     site_roots.extend(targets)
                     inline = kind in _INLINE_SITES
                     for target in targets:
                         calls.setdefault(target[1], []).append((key, expr, conditions) if inline else
                                                                (None, None, conditions))
-                elif not values or any(v[0] not in (EXT, BUILTIN) for v in values):  # `range(n)` is no callee
+                elif not library:  # `range(n)` is no callee
                     blind = True
                     text = _text(expr)
                     missing.append(text)
@@ -205,6 +210,15 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
     return roots, orchestration, blind, sites
 
+
+def _library_value(value: tuple) -> bool:
+    """A library's callable (`range`, `torch.cuda.set_device`, a stream's method), as opposed to
+    code loaded by name at run time (`getattr(importlib.import_module(name), "Model")()`)."""
+    return value[0] == BUILTIN or (value[0] == EXT and not str(value[1]).startswith(_DYNAMIC_LOADS))
+
+
+# Library calls that load code by name: what they return is the project's, not the library's.
+_DYNAMIC_LOADS = ("importlib.import_module", "importlib.util.", "__import__")
 
 # Capture sites whose captured calls are in the capturing function's own body.
 _INLINE_SITES = frozenset({"cuda-graph", "capture-begin"})
@@ -225,6 +239,21 @@ def _root_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tup
                 arguments.add_call(key)
 
 
+def _candidate_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tuple],
+                     captured: Sequence[tuple]) -> None:
+    """A forward taken as a root (no capture site resolves to it, or none imports its file) may
+    be what a capture runs, as the callee it could not resolve or in place of a module it calls
+    (a model injected at run time): the calls captured inline whose arguments it accepts say
+    what it gets; with none, it knows nothing of them."""
+    for root, _ in roots:
+        for caller, expr in captured:
+            for index, call in enumerate(project.functions[caller]["calls"]):
+                if call[1] == expr:
+                    arguments.add_candidate(root[1], caller, index, bound_call(expr))
+        if root[1] not in arguments.candidates:
+            arguments.add_call(root[1])
+
+
 def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,
                      per_step: set, unconditioned: set) -> dict[tuple[str, str], dict[str, str]]:
     """The configuration tests that hold wherever a captured function is captured: those every
@@ -232,7 +261,7 @@ def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: Argu
     root in any other way (`else: self.step = torch.compile(self.step)` under a model-type test)."""
     found: dict[tuple[str, str], dict[str, str]] = {}
     for key, entries in site_calls.items():
-        if key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
+        if key is None or key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
             continue
         held = frozenset.intersection(*(conditions for _, _, conditions in entries))
         if held:
@@ -436,7 +465,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
     _root_calls(project, arguments, site_roots, site_calls)
-    _root_calls(project, arguments, entries + learned + fallback, {})
+    _root_calls(project, arguments, entries + learned, {})
+    _candidate_calls(project, arguments, fallback, site_calls.get(None, ()))
     # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
