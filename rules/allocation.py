@@ -234,6 +234,7 @@ class HostToDeviceCopy(Rule):
     name = "host-to-device-copy"
     message = "host data copied to the device inside the step: a hidden sync, and the capture freezes the source"
     fix = "keep it in a static device buffer, updated before replay from a pinned host buffer (copy_(pinned, non_blocking=True))"
+    stream_capture_only = True
     capture_only = True
     VALID = [
         "def f(pos_buf: torch.Tensor, pinned: torch.Tensor):\n    pos_buf.copy_(pinned, non_blocking=True)\n",
@@ -447,6 +448,7 @@ class ScalarWriteToDevice(Rule):
     name = "scalar-write-to-device"
     message = "a Python scalar written into a device tensor: a host-to-device copy per write, refused during capture"
     fix = "write into a pinned host buffer and copy_(pinned, non_blocking=True) into the device buffer before replay"
+    stream_capture_only = True
     VALID = [
         "class D(nn.Module):\n    def __init__(self, dev):\n        super().__init__()\n        self.tok_pinned = torch.zeros(1, dtype=torch.long, pin_memory=True)\n        self.tok = torch.zeros(1, dtype=torch.long, device=dev)\n    def set_token(self, tid: int):\n        self.tok_pinned[0] = tid\n        self.tok.copy_(self.tok_pinned, non_blocking=True)\n",
         "def f(x: torch.Tensor):\n    m = x < 0\n    x[m] = 0.0\n",

@@ -277,3 +277,57 @@ def test_a_forward_taken_as_a_root_is_bound_to_the_capture_call_it_accepts(tmp_p
     assert ("GL101", 19) in found  # Other.forward cannot take `(ids, positions)`: nothing known
     # A test before the function rebinds the parameter holds; one after it says nothing.
     assert ("GL101", 27) in found and ("GL101", 29) in found
+
+
+COMPILED_STEP = '''
+import torch
+
+RAS_TEMP = 1.0
+
+
+def logits_to_probs(logits, top_k: torch.Tensor):
+    mask = logits > 0
+    mask[top_k:] = True
+    mask[0] = False
+    return logits.masked_fill(mask, 0.0)
+
+
+def sample(logits, top_k: int):
+    temp = torch.tensor(RAS_TEMP, device=logits.device)
+    return logits_to_probs(logits / temp, top_k=top_k)
+
+
+def init(compile: bool):
+    step = sample
+    if compile:
+        step = torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None, fullgraph=True)
+    return step
+'''
+
+
+def test_a_compiled_step_traces_host_constants_and_trusts_its_callers_over_an_annotation(tmp_path):
+    (tmp_path / "step.py").write_text(COMPILED_STEP)
+    (tmp_path / "graphlint.toml").write_text("")
+    found = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    # The capture is found through a conditional mode; only Inductor captures, so the literal's
+    # tensor and the element write are traced into the graph (no copy), and `top_k` is the int
+    # every caller passes, whatever its annotation says (no device slice bound).
+    assert [(f.rule, f.line) for f in found] == []
+
+
+def test_the_same_step_under_stream_capture_keeps_the_copies(tmp_path):
+    code = COMPILED_STEP.replace(
+        '''        step = torch.compile(step, mode="reduce-overhead" if torch.cuda.is_available() else None, fullgraph=True)
+    return step''', '''        g = torch.cuda.CUDAGraph()
+        x = torch.zeros(8, device="cuda")
+        for _ in range(3):
+            step(x, 4)
+        with torch.cuda.graph(g):
+            out = step(x, 4)
+        return g, out
+    return step''')
+    (tmp_path / "step.py").write_text(code)
+    (tmp_path / "graphlint.toml").write_text("")
+    found = {(f.rule, f.line) for f in check([tmp_path], Config(root=tmp_path), jobs=1).findings}
+    assert ("GL402", 15) in found and ("GL404", 10) in found
+    assert not any(rule == "GL202" for rule, _ in found)

@@ -103,7 +103,10 @@ def _dict_items(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression
 
 
 def _captures_with(keyword: str, value: cst.BaseExpression) -> bool:
-    """Whether one keyword of torch.compile turns CUDA graphs on."""
+    """Whether one keyword of torch.compile turns CUDA graphs on (in either arm of a conditional
+    expression: `mode="reduce-overhead" if torch.cuda.is_available() else None` captures on CUDA)."""
+    if isinstance(value, cst.IfExp):
+        return _captures_with(keyword, value.body) or _captures_with(keyword, value.orelse)
     if keyword == "mode":
         return isinstance(value, cst.SimpleString) and value.evaluated_value in _GRAPH_MODES
     if keyword != "options":

@@ -479,6 +479,7 @@ class Inference:
         self.self_attrs: dict[str, Value] = {}
         # Names used as tensors in this function: an unknown value bound to one is a tensor.
         self.evidence: set[str] = set()
+        self._device_params: set[str] = set()  # parameters the function alone makes device values
         # Statements evaluated so far: the work done, which stays linear in the code.
         self.visits = 0
         # Per loop and entry state, the state after the loop: a nested loop entered again
@@ -491,10 +492,14 @@ class Inference:
         self.evidence = tensor_evidence(node.body)
         self.bind_params(node.params, is_method)
         self.local_params = {name: self.env[name] for name in self.param_names if name in self.env}
+        self._device_params = {name for name, value in self.local_params.items() if value.kind == DEVICE}
         known = self.external.params.get(qualname or "", {}) if self.external is not None else {}
         for name, code in known.items():
-            # Call-site evidence fills in only what the function itself leaves unknown.
-            if self.env.get(name, V_UNKNOWN).kind == UNKNOWN:
+            # Call-site evidence fills in only what the function itself leaves unknown, and
+            # overrides a tensor annotation that every caller contradicts with a host value
+            # (`top_k: torch.Tensor` where each call passes an int).
+            own = self.env.get(name, V_UNKNOWN).kind
+            if own == UNKNOWN or (own == DEVICE and code == "host"):
                 self.env[name] = decode(code)
         if self.external is not None:
             self.out.per_step_params = set(self.external.steps.get(qualname or "", ()))
@@ -924,6 +929,13 @@ class Inference:
         if value.kind == UNKNOWN:
             self.unknown_sinks += 1
             self.wanted |= self._sources(node)
+        elif value.kind == DEVICE and self._device_params:
+            # A device value from a parameter the function alone calls a tensor: callers that
+            # all pass a host value there would take the finding away.
+            sources = {s for s in self._sources(node) if s[2:] in self._device_params and s.startswith("p:")}
+            if sources:
+                self.unknown_sinks += 1
+                self.wanted |= sources
 
     def _sources(self, node: cst.BaseExpression) -> set[str]:
         """What an unknown value is computed from, as far as other functions could tell:

@@ -46,6 +46,11 @@ class Rule:
     fix: ClassVar[str]
     # Capture-only rules matter inside the graph, not in an eager break (syncs matter in both).
     capture_only: ClassVar[bool] = False
+    # A hazard of eager ops that stream capture records (a host-to-device copy, a Python scalar
+    # written into an element): where only torch.compile captures, Dynamo traces the op and
+    # Inductor lowers the host constant into the graph (bench/probes/compile_constants.py: no
+    # sync, no cudagraph skip, right results on an H200), so these hold only under stream capture.
+    stream_capture_only: ClassVar[bool] = False
     # Off unless selected by code, prefix or ALL (as ruff's RUF100 is): rules about the run
     # itself, and opt-in rules that report what is no hazard (GL405's intermediates).
     default_enabled: ClassVar[bool] = True

@@ -151,8 +151,8 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
     could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
     from the capture sites in the linted code. `calls` gets, per root, (capturing function,
-    callee expression, the configuration tests the site sits under) for each site: the first
-    two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
+    callee expression, the configuration tests the site sits under, the site's kind) for each
+    site: the first two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
     where the capture does not show the call; under the key None, every call captured inline
     as (capturing function, callee expression), resolved or not. `facts`: the functions' call
     facts, by key."""
@@ -172,6 +172,7 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
             if kind == "compile-decorator":
                 roots.append(((FN, key, owner), reason))
+                calls.setdefault(key, []).append((None, None, conditions, kind))
                 sites.append((key, line, reason, [(FN, key, owner)], []))
                 continue
             orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
@@ -194,8 +195,8 @@ def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict 
                     site_roots.extend(targets)
                     inline = kind in _INLINE_SITES
                     for target in targets:
-                        calls.setdefault(target[1], []).append((key, expr, conditions) if inline else
-                                                               (None, None, conditions))
+                        calls.setdefault(target[1], []).append((key, expr, conditions, kind) if inline else
+                                                               (None, None, conditions, kind))
                 elif not library:  # `range(n)` is no callee
                     blind = True
                     text = _text(expr)
@@ -230,7 +231,7 @@ def _root_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tup
     (an entry point, a forward taken as a root, a compiled callable) says nothing."""
     for root, _ in roots:
         key = root[1]
-        for caller, expr, _ in site_calls.get(key, [(None, None, None)]):
+        for caller, expr, _, _ in site_calls.get(key, [(None, None, None, None)]):
             indices = [i for i, call in enumerate(project.functions[caller]["calls"]) if call[1] == expr] \
                 if caller is not None else []
             for index in indices:
@@ -254,6 +255,27 @@ def _candidate_calls(project: Project, arguments: ArgumentStates, roots: Sequenc
             arguments.add_call(root[1])
 
 
+# Capture sites where Inductor, not stream capture, records the step: the eager ops of the code
+# are traced and lowered, so host constants become graph constants (the rules that set
+# `stream_capture_only`).
+_COMPILE_SITES = frozenset({"compile", "compile-decorator"})
+
+
+def _compiled_only(site_calls: Mapping, roots: Sequence[tuple], edges: Mapping, per_step: set) -> set:
+    """Captured functions that only torch.compile captures: reached from compiled roots and
+    from no root that stream capture (or nothing known) records."""
+    strict = [root[1] for root, _ in roots if not site_calls.get(root[1]) or any(
+        entry[3] not in _COMPILE_SITES for entry in site_calls[root[1]])]
+    seen = set(strict)
+    stack = list(strict)
+    while stack:
+        for callee in edges.get(stack.pop(), ()):
+            if callee not in seen and callee in per_step:
+                seen.add(callee)
+                stack.append(callee)
+    return per_step - seen
+
+
 def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,
                      per_step: set, unconditioned: set) -> dict[tuple[str, str], dict[str, str]]:
     """The configuration tests that hold wherever a captured function is captured: those every
@@ -263,7 +285,7 @@ def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: Argu
     for key, entries in site_calls.items():
         if key is None or key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
             continue
-        held = frozenset.intersection(*(conditions for _, _, conditions in entries))
+        held = frozenset.intersection(*(conditions for _, _, conditions, _ in entries))
         if held:
             found[key] = dict(sorted(held))
     return found
@@ -570,12 +592,13 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     unconditioned = {root[1] for root, _ in entries + learned + fallback}
     for key, held in _site_conditions(site_calls, arguments, per_step, unconditioned).items():
         known[key] = {**known.get(key, {}), **held}
+    compiled = _compiled_only(site_calls, roots, graph.edges, per_step)
     for file in files:
         for function in file.get("functions", []):
             key = (file["path"], function["qualname"])
             if key in region:
                 graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""),
-                                                  tuple(sorted(known.get(key, {}).items())))
+                                                  tuple(sorted(known.get(key, {}).items())), key in compiled)
             elif key in swept:
                 graph.placements[key] = swept[key]
             else:

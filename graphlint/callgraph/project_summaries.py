@@ -181,9 +181,12 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
             local = {p[0]: p[1] for p in entry["params"]}
             facts = {}
             for name, values in by_name.items():
-                if local.get(name) is None and values and all(v is not _UNKNOWN for v in values):
+                if values and all(v is not _UNKNOWN for v in values):
                     code = _join(values)
-                    if code is not None and code != "none":
+                    # What the function leaves unknown, or a device kind of its own (an
+                    # annotation) that every caller contradicts with a host value.
+                    if code is not None and code != "none" and (
+                            local.get(name) is None or (code == "host" and _is_device(local.get(name)))):
                         facts[name] = code
             if facts:
                 new_params[target] = facts
@@ -225,8 +228,9 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
         file_params = {}
         for function in judged:
             wanted = set(function.get("wanted", ()))
+            local = {p[0]: p[1] for p in function["params"]}
             given = {p: c for p, c in params.get((module, function["q"]), {}).items()
-                     if "p:" + p in wanted and _adds_findings(c)}
+                     if "p:" + p in wanted and (_adds_findings(c) or (c == "host" and _is_device(local.get(p))))}
             if given:
                 file_params[function["q"]] = given
         if file_params:
@@ -279,6 +283,10 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
             facts["attrs"] = file_attrs
         out.append(facts)
     return out
+
+
+def _is_device(code: str | None) -> bool:
+    return code is not None and code.startswith("device")
 
 
 def _adds_findings(code: str) -> bool:

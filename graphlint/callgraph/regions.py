@@ -27,6 +27,8 @@ class Placement:
     # (parameter, "N" | "V"): what every call that reaches the function in its region passes
     # for that parameter, None-wise (graphlint.callgraph.argument_states).
     known: tuple[tuple[str, str], ...] = ()
+    # Captured only through torch.compile (Inductor's CUDA graphs), never by stream capture.
+    compiled: bool = False
 
 
 def module_name(rel_path: str) -> str:

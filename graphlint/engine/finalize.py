@@ -155,6 +155,8 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                 continue
             if placement.region == EAGER and rule.capture_only:
                 continue
+            if placement.compiled and getattr(rule, "stream_capture_only", False):
+                continue  # Inductor traces it: torch.compile alone captures this function
             candidates.append((None, {**_by_region(raw, placement), "region": placement.region,
                                       "reached_via": placement.reached_via, "region_reason": placement.reason}))
         for line, items in sup_by_line.items():

@@ -90,7 +90,7 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
     key = ""
     if cache.folder is not None and len(cache.file_keys) == len(files) and all(cache.file_keys):
         root = Path(config.root)
-        parts = [cache.fingerprint, "regions/3", str(root.resolve()),
+        parts = [cache.fingerprint, "regions/4", str(root.resolve()),
                  repr((config.entry_points, config.host, config.eager, config.regions)),
                  recorded.cache_token(config)]  # the region file, by its digest
         parts += [f"{file_key}:{package_module(file['path'], root)}" for file_key, file in zip(cache.file_keys, files)]
@@ -99,8 +99,8 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
         if cached is not None:
             reasons = cached["reasons"]
             placements = {(path, qualname): Placement(region, tuple(via), reasons[reason],
-                                                      tuple((name, state) for name, state in known))
-                          for path, qualname, region, via, reason, known in cached["placements"]}
+                                                      tuple((name, state) for name, state in known), compiled)
+                          for path, qualname, region, via, reason, known, compiled in cached["placements"]}
             return (placements, cached["unresolved"], {tuple(k) for k in cached["warmed_up"]},
                     cached["incomplete"])
     graph = callgraph.build(files, config)
@@ -110,7 +110,8 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
         # Reasons repeat (one per root): stored once, placements hold their index.
         reasons: dict[str, int] = {}
         cache.put(key, {"placements": [[path, qualname, p.region, list(p.reached_via),
-                                        reasons.setdefault(p.reason, len(reasons)), [list(k) for k in p.known]]
+                                        reasons.setdefault(p.reason, len(reasons)), [list(k) for k in p.known],
+                                        p.compiled]
                                        for (path, qualname), p in graph.placements.items()],
                         "reasons": list(reasons), "unresolved": unresolved,
                         "warmed_up": [list(k) for k in graph.warmed_up], "incomplete": incomplete})
@@ -119,14 +120,14 @@ def _cached_regions(files: list[dict[str, Any]], config: Config, cache: Cache) -
 
 def _valid_regions(value: dict[str, Any]) -> bool:
     """The shape `_cached_regions` stores: placements [path, qualname, region, via, reason
-    index, known parameter states], the reasons, the unresolved calls, the warmed-up capture functions and the
+    index, known parameter states, compiled only], the reasons, the unresolved calls, the warmed-up capture functions and the
     incomplete capture sites."""
     placements, unresolved, reasons = value.get("placements"), value.get("unresolved"), value.get("reasons")
     warmed_up, incomplete = value.get("warmed_up"), value.get("incomplete")
     return (isinstance(placements, list) and isinstance(unresolved, list) and isinstance(reasons, list)
             and isinstance(warmed_up, list) and all(isinstance(k, list) for k in warmed_up)
             and isinstance(incomplete, list) and all(isinstance(i, dict) for i in incomplete)
-            and all(isinstance(item, list) and len(item) == 6 and all(isinstance(part, str) for part in item[:3])
+            and all(isinstance(item, list) and len(item) == 7 and isinstance(item[6], bool) and all(isinstance(part, str) for part in item[:3])
                     and isinstance(item[3], list) and isinstance(item[4], int) and 0 <= item[4] < len(reasons)
                     and isinstance(item[5], list) and all(isinstance(k, list) and len(k) == 2 for k in item[5])
                     for item in placements))
