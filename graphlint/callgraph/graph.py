@@ -29,8 +29,11 @@ from typing import Any, Mapping, Sequence
 from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
 from graphlint.callgraph.argument_states import ArgumentStates, bound_call, facts_by_function
+from graphlint.callgraph.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
+                                               compiled_only, is_parameter, passed_by_reached, passing_files,
+                                               root_calls, site_conditions)
 from graphlint.callgraph.calls import last_name
-from graphlint.callgraph.values import BUILTIN, CLS, DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
+from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
@@ -64,22 +67,6 @@ class CallGraph:
     # Capture sites whose region could not be followed to its end: {path, function, line,
     # message, reason, calls}, reported as GL905 and making the audit INCOMPLETE.
     incomplete: list[dict[str, Any]] = field(default_factory=list)
-
-
-def _text(expr: Any) -> str:
-    """A call's callee as source-like text, rebuilt from its encoding."""
-    if type(expr) is str:
-        return expr
-    if expr is None:
-        return "<expression>"
-    tag = expr[0]
-    if tag == "a":
-        return f"{_text(expr[1])}.{expr[2]}"
-    if tag == "c":
-        return f"{_text(expr[1])}(...)"
-    if tag in ("i", "ix", "s"):
-        return f"{_text(expr[1])}[...]"
-    return "<expression>"
 
 
 # ----- regions ----------------------------------------------------------------------------------
@@ -141,242 +128,6 @@ def _resolve_entries(project: Project, config: Config) -> list[tuple]:
     return entries
 
 
-_SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin", "graphed-callables":
-               "make_graphed_callables", "compile": "torch.compile(mode=reduce-overhead)",
-               "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
-
-
-def _capture_roots(project: Project, unresolved: dict, names: dict, calls: dict | None = None,
-                   facts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> tuple[list, dict, bool, list]:
-    """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
-    could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
-    from the capture sites in the linted code. `calls` gets, per root, (capturing function,
-    callee expression, the configuration tests the site sits under, the site's kind) for each
-    site: the first two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
-    where the capture does not show the call; under the key None, every call captured inline
-    as (capturing function, callee expression), resolved or not. `facts`: the functions' call
-    facts, by key."""
-    calls = {} if calls is None else calls
-    facts = facts or {}
-    roots: list[tuple[tuple, str]] = []
-    orchestration: dict[tuple[str, str], str] = {}
-    sites: list[tuple] = []
-    blind = False
-    for key, function in project.functions.items():
-        owner = (key[0], function["class"]) if function["class"] else None
-        scope = (key[0], key[1], owner)
-        site_guards = facts.get(key, {}).get("capture_guards") or ()
-        for number, (kind, line, callees) in enumerate(function.get("captures", ())):
-            conditions = frozenset(tuple(g) for g in site_guards[number]) if number < len(site_guards) else frozenset()
-            where = f"{key[0]}:{line}"
-            reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
-            if kind == "compile-decorator":
-                roots.append(((FN, key, owner), reason))
-                calls.setdefault(key, []).append((None, None, conditions, kind))
-                sites.append((key, line, reason, [(FN, key, owner)], []))
-                continue
-            orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
-            site_roots: list[tuple] = []
-            missing: list[str] = []
-            for expr in callees:
-                values = project.eval(expr, scope)
-                targets = project.call_targets(values)
-                if not targets and type(expr) is str:
-                    # `f = torch.compile(f, ...)` rebinds the name: the function is the module's.
-                    targets = project.call_targets(project.eval(expr, (key[0], None, None)))
-                if not targets and _is_parameter(project, key, expr):
-                    # The step handed to the capturing function (`capture(self.forward_decode, ...)`):
-                    # what its callers pass.
-                    targets = _passed_callables(project, key)
-                library = bool(values) and all(_library_value(v) for v in values)
-                if kind in _INLINE_SITES and (targets or not library):
-                    calls.setdefault(None, []).append((key, expr))  # not a library's call (`torch.cuda.set_device`)
-                if targets:
-                    site_roots.extend(targets)
-                    inline = kind in _INLINE_SITES
-                    for target in targets:
-                        calls.setdefault(target[1], []).append((key, expr, conditions, kind) if inline else
-                                                               (None, None, conditions, kind))
-                elif not library:  # `range(n)` is no callee
-                    blind = True
-                    text = _text(expr)
-                    missing.append(text)
-                    unresolved.setdefault((key, text), {
-                        "path": key[0], "caller": names.get(key, key[1]), "call": text,
-                        "reason": f"the callee of the capture site at {where} cannot be resolved; "
-                                  f"every nn.Module forward is checked instead"})
-            roots.extend((target, reason) for target in site_roots)
-            sites.append((key, line, reason, site_roots, missing))
-        if function.get("replays"):
-            orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
-    return roots, orchestration, blind, sites
-
-
-def _library_value(value: tuple) -> bool:
-    """A library's callable (`range`, `torch.cuda.set_device`, a stream's method), as opposed to
-    code loaded by name at run time (`getattr(importlib.import_module(name), "Model")()`)."""
-    return value[0] == BUILTIN or (value[0] == EXT and not str(value[1]).startswith(_DYNAMIC_LOADS))
-
-
-# Library calls that load code by name: what they return is the project's, not the library's.
-_DYNAMIC_LOADS = ("importlib.import_module", "importlib.util.", "__import__")
-
-# Capture sites whose captured calls are in the capturing function's own body.
-_INLINE_SITES = frozenset({"cuda-graph", "capture-begin"})
-
-
-def _root_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tuple],
-                site_calls: Mapping[tuple[str, str], list]) -> None:
-    """How the roots are called: a capture's inline call with its arguments; anything else
-    (an entry point, a forward taken as a root, a compiled callable) says nothing."""
-    for root, _ in roots:
-        key = root[1]
-        for caller, expr, _, _ in site_calls.get(key, [(None, None, None, None)]):
-            indices = [i for i, call in enumerate(project.functions[caller]["calls"]) if call[1] == expr] \
-                if caller is not None else []
-            for index in indices:
-                arguments.add_call(key, caller, index, bound_call(expr))
-            if not indices:
-                arguments.add_call(key)
-
-
-def _candidate_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tuple],
-                     captured: Sequence[tuple]) -> None:
-    """A forward taken as a root (no capture site resolves to it, or none imports its file) may
-    be what a capture runs, as the callee it could not resolve or in place of a module it calls
-    (a model injected at run time): the calls captured inline whose arguments it accepts say
-    what it gets; with none, it knows nothing of them."""
-    for root, _ in roots:
-        for caller, expr in captured:
-            for index, call in enumerate(project.functions[caller]["calls"]):
-                if call[1] == expr:
-                    arguments.add_candidate(root[1], caller, index, bound_call(expr))
-        if root[1] not in arguments.candidates:
-            arguments.add_call(root[1])
-
-
-# Capture sites where Inductor, not stream capture, records the step: the eager ops of the code
-# are traced and lowered, so host constants become graph constants (the rules that set
-# `stream_capture_only`).
-_COMPILE_SITES = frozenset({"compile", "compile-decorator"})
-
-
-def _compiled_only(site_calls: Mapping, roots: Sequence[tuple], edges: Mapping, per_step: set) -> set:
-    """Captured functions that only torch.compile captures: reached from compiled roots and
-    from no root that stream capture (or nothing known) records."""
-    strict = [root[1] for root, _ in roots if not site_calls.get(root[1]) or any(
-        entry[3] not in _COMPILE_SITES for entry in site_calls[root[1]])]
-    seen = set(strict)
-    stack = list(strict)
-    while stack:
-        for callee in edges.get(stack.pop(), ()):
-            if callee not in seen and callee in per_step:
-                seen.add(callee)
-                stack.append(callee)
-    return per_step - seen
-
-
-def _site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,
-                     per_step: set, unconditioned: set) -> dict[tuple[str, str], dict[str, str]]:
-    """The configuration tests that hold wherever a captured function is captured: those every
-    capture site of it sits under, for a root that no per-step function calls and that is not a
-    root in any other way (`else: self.step = torch.compile(self.step)` under a model-type test)."""
-    found: dict[tuple[str, str], dict[str, str]] = {}
-    for key, entries in site_calls.items():
-        if key is None or key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
-            continue
-        held = frozenset.intersection(*(conditions for _, _, conditions, _ in entries))
-        if held:
-            found[key] = dict(sorted(held))
-    return found
-
-
-def _call_records(project: Project, arguments: ArgumentStates, key: tuple[str, str]) -> list | None:
-    """The argument records of every call of `key` in the linted code (a capturing function
-    whose `**kwargs` the captured call passes on); None when a call by its name does not
-    resolve, or resolves to it without a record, since a call not seen may pass anything."""
-    name = key[1].rsplit(".", 1)[-1]
-    found = []
-    for caller, function in project.functions.items():
-        owner = (caller[0], function["class"]) if function["class"] else None
-        for field, group in (("args", function["calls"]), ("once_args", function["once"])):
-            for index, call in enumerate(group):
-                if last_name(call[1]) != name:
-                    continue
-                targets = {t[1] for t in project.call_targets(project.eval(call[1], (caller[0], caller[1], owner)))}
-                if not targets:
-                    return None
-                if key in targets:
-                    record = arguments.record(caller, index, field)
-                    if record is None:
-                        return None
-                    found.append((record, bound_call(call[1])))
-    return found
-
-
-def _is_parameter(project: Project, key: tuple[str, str], expr: Any) -> bool:
-    name = expr if type(expr) is str else None
-    return name is not None and any(p.lstrip("*") == name for p, _ in project.functions[key]["params"])
-
-
-def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) -> list[tuple]:
-    """What the call sites of `key` (a capturing function that takes the step as a parameter)
-    pass as arguments: functions, modules, instances. A caller that passes one of its own
-    parameters on is followed to its callers in turn (a few levels). Calls are matched by name
-    first, then resolved."""
-    found: list[tuple] = []
-    for call, scope in project.call_sites(key[1].rsplit(".", 1)[-1]):
-        caller = scope[:2]
-        if key not in {t[1] for t in project.call_targets(project.eval(call[1], scope))}:
-            continue
-        args = list(call[2]) + [v for _, v in (call[3] if len(call) > 3 else ())]
-        for arg in args:
-            if type(arg) is tuple and arg[:1] == ("star",):
-                arg = arg[1]
-            if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
-                continue
-            if depth < _MAX_PASS_DEPTH and caller != key and _is_parameter(project, caller, arg):
-                found.extend(_passed_callables(project, caller, depth + 1))
-                continue
-            for value in project.eval(arg, scope):
-                if value[0] in (FN, INST):
-                    found.extend(project.call_targets(frozenset({value})))
-    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
-
-
-def _passing_files(project: Project, keys: Sequence[tuple[str, str]]) -> set[str]:
-    """The files that call the capturing functions `keys`, or construct the class that owns one
-    (a wrapper that captures the callable it was given)."""
-    files: set[str] = set()
-    for key in keys:
-        owner = project.functions.get(key, {}).get("class")
-        wanted = {(FN, key)} | ({(CLS, (key[0], owner))} if owner else set())
-        for name in {key[1].rsplit(".", 1)[-1]} | ({owner.rsplit(".", 1)[-1]} if owner else set()):
-            for call, scope in project.call_sites(name):
-                values = project.eval(call[1], scope)
-                if {(v[0], v[1]) for v in values} & wanted or key in {t[1] for t in project.call_targets(values)}:
-                    files.add(scope[0])
-    return files
-
-
-def _passed_by_reached(project: Project, key: tuple[str, str], param: str, callers: set,
-                       targets: list[tuple]) -> list[tuple]:
-    """A call of the parameter `param` of `key` runs what the callers that reached `key` pass
-    (`_apply(fn)` called from the captured step with one closure and from set-up with others
-    runs the step's closure only); all of `targets` when no reached caller says."""
-    function = project.functions[key]
-    index = next(i for i, (p, _) in enumerate(function["params"]) if p.lstrip("*") == param)
-    by_caller: dict = {}
-    project.passed_arguments(key[0], key[1], index, param, by_caller)
-    passed = set().union(*(by_caller.get(c, set()) for c in callers)) if callers else set()
-    chosen = project.call_targets(frozenset(passed)) if passed else []
-    chosen_keys = {t[1] for t in chosen}
-    kept = [t for t in targets if t[1] in chosen_keys]
-    return kept or targets
-
-
-# How many callers up a step handed from parameter to parameter is followed.
-_MAX_PASS_DEPTH = 3
 
 
 def _is_module(project: Project, cls: tuple[str, str]) -> bool:
@@ -469,8 +220,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     unresolved: dict[tuple, dict] = {}
     site_calls: dict[tuple[str, str], list] = {}
     # What each captured function's parameters are, None-wise, over the calls that reach it.
-    arguments = ArgumentStates(facts_by_function(files), lambda key: _call_records(project, arguments, key))
-    site_roots, orchestration, blind, sites = _capture_roots(project, unresolved, names, site_calls,
+    arguments = ArgumentStates(facts_by_function(files), lambda key: call_records(project, arguments, key))
+    site_roots, orchestration, blind, sites = capture_roots(project, unresolved, names, site_calls,
                                                              arguments.functions)
     has_sites = bool(sites)
     if blind or not has_sites:
@@ -481,138 +232,155 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
         # The files that hand the step to a capturing function or class (`CUDAGraphed(self.encoder)`,
         # `capture(self.forward_decode)`) and the captured functions' own files belong to it too.
         involved = {key[0] for key, *_ in sites} | {target[1][0] for *_, site_roots, _ in sites for target in site_roots}
-        covered = _import_closure(project, involved | _passing_files(project, [key for key, *_ in sites]))
+        covered = _import_closure(project, involved | passing_files(project, [key for key, *_ in sites]))
         fallback = _forward_roots(project, covered)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
-    _root_calls(project, arguments, site_roots, site_calls)
-    _root_calls(project, arguments, entries + learned, {})
-    _candidate_calls(project, arguments, fallback, site_calls.get(None, ()))
+    root_calls(project, arguments, site_roots, site_calls)
+    root_calls(project, arguments, entries + learned, {})
+    candidate_calls(project, arguments, fallback, site_calls.get(None, ()))
     # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
     # is per-step); otherwise every function is, as in the sweep mode, and a marker only adds
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
     nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
-    region: dict[tuple[str, str], str] = {}
-    reasons: dict[tuple[str, str], str] = {}
-    parent: dict[tuple[str, str], tuple[str, str] | None] = {}
-    seen_contexts: set[tuple] = set()
-    candidate_edges: dict[tuple[str, str], str] = {}  # function -> the call it is a candidate of
-    reached_from: dict[tuple[str, str], set] = {}  # function -> the functions that reached it
-    calls_a_parameter: set[tuple[str, str]] = set()  # functions that call a callable parameter
-    eager_seeds: list[tuple] = []
-
-    def chain(key: tuple[str, str]) -> tuple[str, ...]:
-        out: list[str] = []
-        node: tuple[str, str] | None = key
-        while node is not None and len(out) < 64:
-            name = names.get(node, node[1])
-            via_call = candidate_edges.get(node)
-            # Reached as one of a few same-named methods of a receiver of unknown type: said so.
-            out.append(f"{name} [candidate for `{via_call}`]" if via_call else name)
-            node = parent.get(node)
-        return tuple(reversed(out))
-
-    def reach(target: tuple, mode: str, via: tuple[str, str] | None, reason: str, queue: deque) -> None:
-        key = target[1]
-        designation, why = _designation(project, key, config, orchestration)
-        if designation == HOST:
-            if key not in region:
-                region[key], parent[key], reasons[key] = HOST, via, why
-                graph.order.append(key)
-            return
-        wanted = EAGER if designation == EAGER or mode == EAGER else CAPTURED
-        if wanted == EAGER and mode == CAPTURED:
-            eager_seeds.append((target, via, why))
-            return
-        place(target, wanted, via, reason, queue)
-
-    def place(target: tuple, wanted: str, via: tuple[str, str] | None, reason: str, queue: deque) -> None:
-        """Give `target` its region (captured wins over eager) and queue its callees once
-        per (function, self class, region)."""
-        key = target[1]
-        if region.get(key) == CAPTURED and wanted == EAGER:
-            return  # already captured: what it reaches is captured too
-        if key not in region or (region[key] != CAPTURED and wanted == CAPTURED):
-            if key not in region:
-                graph.order.append(key)
-            region[key], parent[key], reasons[key] = wanted, via, reason
-        context = (key, target[2], wanted)
-        new_passer = via is not None and key in calls_a_parameter and via not in reached_from.get(key, ())
-        if via is not None:
-            reached_from.setdefault(key, set()).add(via)
-        if context not in seen_contexts or new_passer:
-            # A function that calls a callable it was given is walked again for each new caller:
-            # what it runs depends on what that caller passes.
-            seen_contexts.add(context)
-            queue.append((target, wanted, reasons[key]))
-
-    def run(queue: deque) -> None:
-        while queue:
-            target, mode, reason = queue.popleft()
-            key, self_class = target[1], target[2]
-            scope = (key[0], key[1], self_class)
-            callees = graph.edges.setdefault(key, [])
-            for index, call in enumerate(project.functions[key]["calls"]):
-                targets, candidates = _callees(project, call, scope, key, names, unresolved, graph)
-                if targets and _is_parameter(project, key, call[1]):
-                    calls_a_parameter.add(key)
-                    targets = _passed_by_reached(project, key, call[1], reached_from.get(key, set()), targets)
-                for callee in candidates:
-                    if callee[1] not in region:
-                        candidate_edges.setdefault(callee[1], _text(call[1]))
-                for callee in targets + candidates:
-                    arguments.add_call(callee[1], key, index, bound_call(call[1]))
-                    if callee[1] not in callees:
-                        callees.append(callee[1])
-                    reach(callee, mode, key, reason, queue)
-
-    queue: deque = deque()
-    for root, reason in roots:
-        designation, why = _designation(project, root[1], config, orchestration)
-        if designation == EAGER:
-            eager_seeds.append((root, None, why))
-        else:
-            reach(root, CAPTURED, None, reason, queue)
-    run(queue)
-    for target, via, why in eager_seeds:
-        place(target, EAGER, via, why, queue)
-        run(queue)
-
+    walk = _Walk(project, config, orchestration, graph, unresolved, arguments)
+    walk.start(roots)
+    region = walk.region
     for key, why in orchestration.items():
         # The functions that capture or replay are listed (host) even when nothing reaches them.
         if key not in region and _designation(project, key, config, orchestration)[0] == HOST:
-            region[key], parent[key], reasons[key] = HOST, None, _designation(project, key, config, orchestration)[1]
+            region[key], walk.parent[key], walk.reasons[key] = HOST, None, _designation(
+                project, key, config, orchestration)[1]
             graph.order.append(key)
     graph.entries = list(dict.fromkeys(e[0][1] for e in roots))
-    known = arguments.solve(key for key, where in region.items() if where in (CAPTURED, EAGER))
     per_step = {key for key, where in region.items() if where in (CAPTURED, EAGER)}
+    known = arguments.solve(per_step)
     unconditioned = {root[1] for root, _ in entries + learned + fallback}
-    for key, held in _site_conditions(site_calls, arguments, per_step, unconditioned).items():
+    for key, held in site_conditions(site_calls, arguments, per_step, unconditioned).items():
         known[key] = {**known.get(key, {}), **held}
-    compiled = _compiled_only(site_calls, roots, graph.edges, per_step)
+    compiled = compiled_only(site_calls, roots, graph.edges, per_step)
     for file in files:
         for function in file.get("functions", []):
             key = (file["path"], function["qualname"])
             if key in region:
-                graph.placements[key] = Placement(region[key], chain(key), reasons.get(key, ""),
+                graph.placements[key] = Placement(region[key], walk.chain(key), walk.reasons.get(key, ""),
                                                   tuple(sorted(known.get(key, {}).items())), key in compiled)
-            elif key in swept:
-                graph.placements[key] = swept[key]
             else:
-                designation, why = _designation(project, key, config, orchestration)
-                if designation == HOST:
-                    graph.placements[key] = Placement(HOST, (), why)
-                else:
-                    graph.placements[key] = Placement(UNREACHED, (), "not reached from a capture site, an entry "
-                                                      "point or an nn.Module forward")
+                graph.placements[key] = swept.get(key) or _unreached(project, key, config, orchestration)
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
     graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback))
     graph.fallback = bool(fallback)
     graph.warmed_up = _warmed_by_caller(project)
     return graph
+
+
+def _unreached(project: Project, key: tuple[str, str], config: Config, orchestration: Mapping) -> Placement:
+    designation, why = _designation(project, key, config, orchestration)
+    if designation == HOST:
+        return Placement(HOST, (), why)
+    return Placement(UNREACHED, (), "not reached from a capture site, an entry point or an nn.Module forward")
+
+
+class _Walk:
+    """The walk from the roots: each reached function's region (captured wins over eager), the
+    function that first reached it and why; callees are queued once per (function, self class,
+    region), and again for each new caller of a function that calls a callable it was given.
+    Every followed call is told to the argument states."""
+
+    def __init__(self, project: Project, config: Config, orchestration: Mapping, graph: CallGraph,
+                 unresolved: dict, arguments: ArgumentStates):
+        self.project, self.config, self.orchestration = project, config, orchestration
+        self.graph, self.unresolved, self.arguments = graph, unresolved, arguments
+        self.region: dict[tuple[str, str], str] = {}
+        self.reasons: dict[tuple[str, str], str] = {}
+        self.parent: dict[tuple[str, str], tuple[str, str] | None] = {}
+        self.seen_contexts: set[tuple] = set()
+        self.candidate_edges: dict[tuple[str, str], str] = {}  # function -> the call it is a candidate of
+        self.reached_from: dict[tuple[str, str], set] = {}  # function -> the functions that reached it
+        self.calls_a_parameter: set[tuple[str, str]] = set()  # functions that call a callable parameter
+        self.eager_seeds: list[tuple] = []
+        self.queue: deque = deque()
+
+    def start(self, roots: Sequence[tuple]) -> None:
+        for root, reason in roots:
+            designation, why = _designation(self.project, root[1], self.config, self.orchestration)
+            if designation == EAGER:
+                self.eager_seeds.append((root, None, why))
+            else:
+                self.reach(root, CAPTURED, None, reason)
+        self.run()
+        for target, via, why in self.eager_seeds:
+            self.place(target, EAGER, via, why)
+            self.run()
+
+    def chain(self, key: tuple[str, str]) -> tuple[str, ...]:
+        out: list[str] = []
+        node: tuple[str, str] | None = key
+        while node is not None and len(out) < 64:
+            name = self.graph.names.get(node, node[1])
+            via_call = self.candidate_edges.get(node)
+            # Reached as one of a few same-named methods of a receiver of unknown type: said so.
+            out.append(f"{name} [candidate for `{via_call}`]" if via_call else name)
+            node = self.parent.get(node)
+        return tuple(reversed(out))
+
+    def reach(self, target: tuple, mode: str, via: tuple[str, str] | None, reason: str) -> None:
+        key = target[1]
+        designation, why = _designation(self.project, key, self.config, self.orchestration)
+        if designation == HOST:
+            if key not in self.region:
+                self.region[key], self.parent[key], self.reasons[key] = HOST, via, why
+                self.graph.order.append(key)
+            return
+        wanted = EAGER if designation == EAGER or mode == EAGER else CAPTURED
+        if wanted == EAGER and mode == CAPTURED:
+            self.eager_seeds.append((target, via, why))
+            return
+        self.place(target, wanted, via, reason)
+
+    def place(self, target: tuple, wanted: str, via: tuple[str, str] | None, reason: str) -> None:
+        """Give `target` its region (captured wins over eager) and queue its callees once
+        per (function, self class, region)."""
+        key, region = target[1], self.region
+        if region.get(key) == CAPTURED and wanted == EAGER:
+            return  # already captured: what it reaches is captured too
+        if key not in region or (region[key] != CAPTURED and wanted == CAPTURED):
+            if key not in region:
+                self.graph.order.append(key)
+            region[key], self.parent[key], self.reasons[key] = wanted, via, reason
+        context = (key, target[2], wanted)
+        new_passer = via is not None and key in self.calls_a_parameter and via not in self.reached_from.get(key, ())
+        if via is not None:
+            self.reached_from.setdefault(key, set()).add(via)
+        if context not in self.seen_contexts or new_passer:
+            # A function that calls a callable it was given is walked again for each new caller:
+            # what it runs depends on what that caller passes.
+            self.seen_contexts.add(context)
+            self.queue.append((target, wanted, self.reasons[key]))
+
+    def run(self) -> None:
+        project, graph = self.project, self.graph
+        while self.queue:
+            target, mode, reason = self.queue.popleft()
+            key, self_class = target[1], target[2]
+            scope = (key[0], key[1], self_class)
+            callees = graph.edges.setdefault(key, [])
+            for index, call in enumerate(project.functions[key]["calls"]):
+                targets, candidates = _callees(project, call, scope, key, graph.names, self.unresolved, graph)
+                if targets and is_parameter(project, key, call[1]):
+                    self.calls_a_parameter.add(key)
+                    targets = passed_by_reached(project, key, call[1], self.reached_from.get(key, set()), targets)
+                for callee in candidates:
+                    if callee[1] not in self.region:
+                        self.candidate_edges.setdefault(callee[1], callee_text(call[1]))
+                for callee in targets + candidates:
+                    self.arguments.add_call(callee[1], key, index, bound_call(call[1]))
+                    if callee[1] not in callees:
+                        callees.append(callee[1])
+                    self.reach(callee, mode, key, reason)
 
 
 def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, names: dict,
@@ -738,7 +506,7 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
                 if value[0] == FN:
                     targets.extend(project.call_targets(frozenset({value})))
     if reasons:
-        text = _text(func_expr)
+        text = callee_text(func_expr)
         entry = unresolved.setdefault((caller, text), {
             "path": caller[0], "caller": names.get(caller, caller[1]), "call": text, "reason": ""})
         entry["reason"] = "; ".join(sorted(set(reasons) | ({entry["reason"]} if entry["reason"] else set())))
