@@ -21,7 +21,7 @@ from graphlint.commands.options import COLOR, FORMATS, exit_code  # noqa: F401 -
 from graphlint.commands.rules import explain, list_rules
 from graphlint.commands.server import server_command
 from graphlint.config import ConfigError
-from graphlint.exits import EXIT_ERROR, EXIT_OK, fail
+from graphlint.io.exits import EXIT_ERROR, EXIT_OK, fail
 from graphlint.views.output import silence_stdout
 
 

@@ -12,8 +12,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stages from the bottom up. A module's stage is the first prefix that matches its dotted name.
 STAGES = [
-    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.exits",
-              "graphlint.reading", "graphlint.terminal"]),
+    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.io.exits",
+              "graphlint.io.reading", "graphlint.io.terminal"]),
     ("discovery", ["graphlint.discovery"]),
     ("analysis", ["graphlint.analysis"]),
     ("rules", ["graphlint.rules"]),

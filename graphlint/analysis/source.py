@@ -19,7 +19,7 @@ _BRACKET = re.compile(r"[()\[\]{}]")
 _OPENING = frozenset("([{")
 
 
-from graphlint.reading import NotSource, TooLarge, read_source, read_stream  # noqa: F401 - read here, decoded below
+from graphlint.io.reading import NotSource, TooLarge, read_source, read_stream  # noqa: F401 - read here, decoded below
 
 
 class SourceError(ValueError):

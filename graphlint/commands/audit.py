@@ -12,7 +12,7 @@ import click
 
 from graphlint.config import ConfigError
 from graphlint.commands.options import cache_dir_option, config_option, jobs_option, no_cache_option
-from graphlint.exits import EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
+from graphlint.io.exits import EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
 from graphlint.views.output import write_output
 
 

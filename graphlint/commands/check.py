@@ -13,7 +13,7 @@ from graphlint import __version__
 from graphlint.commands.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code, jobs_option,
                                         no_cache_option, selection_in_force)
 from graphlint.commands.static import apply_baseline, static_check
-from graphlint.exits import fail, load_config, split_list
+from graphlint.io.exits import fail, load_config, split_list
 from graphlint.report import Report
 from graphlint.views.output import render_report
 

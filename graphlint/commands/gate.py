@@ -8,7 +8,7 @@ import click
 
 from graphlint.commands.options import FORMATS
 from graphlint.commands.static import apply_baseline
-from graphlint.exits import fail
+from graphlint.io.exits import fail
 from graphlint.views.output import render_report
 
 

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 import click
 
 from graphlint.config import Config
-from graphlint.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, split_list
+from graphlint.io.exits import EXIT_ERROR, EXIT_OK, EXIT_VIOLATIONS, fail, split_list
 from graphlint.report import Report
 
 FORMATS = ["text", "json", "sarif", "github", "gitlab", "junit"]

@@ -19,7 +19,7 @@ import click
 from graphlint.runtime.harness import run_harness
 from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 from graphlint.runtime.targets.loader import REFERENCE_TARGET, UsageError, parse_option
-from graphlint.terminal import heartbeat, real_stderr
+from graphlint.io.terminal import heartbeat, real_stderr
 
 __all__ = ["runtime_command", "run_harness", "runtime_progress"]
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Sequence
 
 from graphlint.config import Config
-from graphlint.exits import fail, split_list
+from graphlint.io.exits import fail, split_list
 
 
 def static_check(paths: tuple[str, ...], config: Config, select: tuple[str, ...], ignore: tuple[str, ...],

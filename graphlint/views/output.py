@@ -12,7 +12,7 @@ from typing import Sequence
 
 import click
 
-from graphlint.exits import fail
+from graphlint.io.exits import fail
 from graphlint.report import OutputError, Report, dumps, write_atomic
 
 
