@@ -148,8 +148,8 @@ def test_the_runtime_imports_no_view_and_no_command():
 
 def test_the_runtime_check_sees_a_view_import(tmp_path):
     module = tmp_path / "probe.py"
-    module.write_text("def f():\n    from graphlint.views.runtime_text import render_runtime\n")
-    assert "graphlint.views.runtime_text" in _imports("graphlint.runtime.tracing.probe", module, set(_modules()))
+    module.write_text("def f():\n    from graphlint.views.sections.runtime_text import render_runtime\n")
+    assert "graphlint.views.sections.runtime_text" in _imports("graphlint.runtime.tracing.probe", module, set(_modules()))
 
 
 def test_every_folder_of_modules_is_a_package_that_says_what_it_holds():

@@ -78,7 +78,7 @@ def _emit(report, fmt: str, output: str | None) -> None:
     elif fmt == "text" and report.runtime is not None:
         from rich.console import Console
 
-        from graphlint.views.runtime_text import render_runtime
+        from graphlint.views.sections.runtime_text import render_runtime
 
         render_runtime(report.runtime, Console(highlight=False, soft_wrap=True))
 

@@ -85,7 +85,7 @@ def render_runtime(runtime: dict[str, Any], console) -> None:
     _replays(runtime, console)
     _allocations(runtime, console)
     if runtime.get("compile"):
-        from graphlint.views.compile_text import render_compile
+        from graphlint.views.sections.compile_text import render_compile
 
         render_compile(runtime["compile"], console)
     for error in runtime.get("errors", []):

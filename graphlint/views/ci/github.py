@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from graphlint.report import Report
 from graphlint.crosscheck import confirmation, describe, marks
-from graphlint.views.sarif import located_runtime_events
+from graphlint.views.ci.sarif import located_runtime_events
 
 
 def _data(text: str) -> str:

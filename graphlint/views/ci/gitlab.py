@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from graphlint.report import Report
-from graphlint.views.sarif import located_runtime_events
+from graphlint.views.ci.sarif import located_runtime_events
 
 SEVERITY = {"error": "major", "warning": "minor"}
 
