@@ -10,9 +10,9 @@ from typing import Any
 import click
 
 from graphlint import __version__
-from graphlint.commands.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code, jobs_option,
-                                        no_cache_option, selection_in_force)
-from graphlint.commands.static import apply_baseline, static_check
+from graphlint.commands.common.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code,
+                                               jobs_option, no_cache_option, selection_in_force)
+from graphlint.commands.common.static import apply_baseline, static_check
 from graphlint.io.exits import fail, load_config, split_list
 from graphlint.report import Report
 from graphlint.views.output import render_report
