@@ -7,7 +7,7 @@ import functools
 from graphlint.lazy import cst
 
 from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
-from graphlint.analysis.rule import Context
+from graphlint.analysis.walk.rule import Context
 
 __all__ = ["method_name", "receiver", "keyword", "positional", "maybe_device", "is_device", "first_arg"]
 

@@ -9,7 +9,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
-from graphlint.analysis.rule import Context
+from graphlint.analysis.walk.rule import Context
 
 from ._calls import source_text
 

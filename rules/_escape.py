@@ -10,7 +10,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children, iter_code
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context
+from graphlint.analysis.walk.rule import Context
 
 RETURNED = "returned"
 STORED = "stored"

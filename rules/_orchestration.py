@@ -9,7 +9,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context
+from graphlint.analysis.walk.rule import Context
 from ._calls import method_name
 from ._devices import DeviceEvidence
 

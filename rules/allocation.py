@@ -8,7 +8,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Example, Rule
+from graphlint.analysis.walk.rule import Context, Example, Rule
 from ._calls import is_device, keyword, method_name, positional, receiver, source_text
 from ._escape import RETURNED, STORED, Escapes
 

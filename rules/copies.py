@@ -9,7 +9,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.inference import DEVICE
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Rule
+from graphlint.analysis.walk.rule import Context, Rule
 from ._calls import keyword, maybe_device, method_name, positional, receiver
 from ._orchestration import orchestration, with_evidence
 

@@ -11,7 +11,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
 from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, SEQUENCE_ANNOTATIONS, annotation_value
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Example, Rule
+from graphlint.analysis.walk.rule import Context, Example, Rule
 from ._calls import maybe_device
 from ._orchestration import walk as _walk
 

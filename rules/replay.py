@@ -7,7 +7,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Rule
+from graphlint.analysis.walk.rule import Context, Rule
 from ._orchestration import SYNCHRONIZE, Orchestration, graph_call, orchestration, walk
 
 _CLOCKS = catalog.names("timing", "clocks")

@@ -7,7 +7,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Example, Rule
+from graphlint.analysis.walk.rule import Context, Example, Rule
 from ._calls import keyword, method_name, positional, receiver
 from ._orchestration import REPLAY_METHODS, graph_call, in_stream_context, orchestration, with_evidence
 

@@ -162,7 +162,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
 def stdin_source_text(max_bytes: int) -> str:
     """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
     exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
-    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
+    from graphlint.analysis.text.source import SourceError, TooLarge, decode, read_stream
 
     try:
         return decode(read_stream(sys.stdin.buffer, max_bytes))

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from graphlint.analysis import suppressions
+from graphlint.analysis.text import suppressions
 from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
-from graphlint.analysis.file import FileFinding
+from graphlint.analysis.walk.file import FileFinding
 from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
 from graphlint.config import Config
 from graphlint.discovery import is_excluded

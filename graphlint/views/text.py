@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from graphlint.analysis.source import SourceError, decode, read_source, split_lines
+from graphlint.analysis.text.source import SourceError, decode, read_source, split_lines
 from graphlint.report import Finding, Report
 from graphlint.crosscheck import confirmation, describe, marks
 

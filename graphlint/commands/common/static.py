@@ -98,7 +98,7 @@ def stdin_tasks(stdin_source: dict[str, str], config: Config, project: list[str]
     if force_exclude and is_excluded(rel, (*excluded, *config.extend_exclude)):
         return [], [rel]
     fd, tmp = tempfile.mkstemp(suffix=".py", prefix="graphlint-stdin-")
-    from graphlint.analysis.source import encoded_as_declared
+    from graphlint.analysis.text.source import encoded_as_declared
 
     with os.fdopen(fd, "wb") as handle:
         handle.write(encoded_as_declared(text))  # in its own encoding: the copy decodes to the same text

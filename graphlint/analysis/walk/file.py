@@ -24,11 +24,11 @@ from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, dec
 from graphlint.analysis.children import trivia_types, children, code_children, compound_bodies, suite_body
 from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
 from graphlint.analysis.names import collect_imports, normalise_identifiers
-from graphlint.analysis.rule import Context, RawFinding, Rule
+from graphlint.analysis.walk.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary
 from graphlint.analysis.step_values import step_values, unconditional_counters
-from graphlint.analysis import shape
-from graphlint.analysis.source import MAX_BRACKET_DEPTH, bracket_depth
+from graphlint.analysis.text import shape
+from graphlint.analysis.text.source import MAX_BRACKET_DEPTH, bracket_depth
 from graphlint.config import DEFAULT_MAX_FILE_SIZE
 
 # A cheap gate before the expensive passes: a file that never mentions torch, tensors, CUDA or

@@ -10,7 +10,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from graphlint.analysis.source import split_lines
+from graphlint.analysis.text.source import split_lines
 
 _GRAPHLINT = re.compile(r"#\s*graphlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?:\s*--\s*(?P<reason>.*))?")
 # `\b`: `# noqa_x` is not a noqa; the code list is ruff's (commas or spaces) plus rule names.
