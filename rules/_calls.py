@@ -6,7 +6,8 @@ import functools
 
 from graphlint.lazy import cst
 
-from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, NONE, Value, keyword, positional
+from graphlint.analysis.inference.lattice import DEVICE, HOST, HOST_TENSOR, NONE, Value
+from graphlint.analysis.inference.syntax import keyword, positional
 from graphlint.analysis.walk.rule import Context
 
 __all__ = ["method_name", "receiver", "keyword", "positional", "maybe_device", "is_device", "first_arg"]

@@ -7,7 +7,7 @@ import re
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.inference import DEVICE
+from graphlint.analysis.inference.lattice import DEVICE
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Rule
 from ._calls import keyword, maybe_device, method_name, positional, receiver

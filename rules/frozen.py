@@ -9,7 +9,8 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import code_children
-from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, SEQUENCE_ANNOTATIONS, annotation_value
+from graphlint.analysis.inference.annotation_kinds import SEQUENCE_ANNOTATIONS, annotation_value
+from graphlint.analysis.inference.lattice import DEVICE, HOST, HOST_TENSOR, MODULE
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Example, Rule
 from ._calls import maybe_device

@@ -15,7 +15,13 @@ STAGES = [
     ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.io.exits",
               "graphlint.io.reading", "graphlint.io.terminal"]),
     ("discovery", ["graphlint.discovery"]),
+    # Per file: the tree and the catalogue (with the file as text), the inference on them, the
+    # facts the project stages read, and one file's pass that gathers them all.
     ("analysis", ["graphlint.analysis"]),
+    ("analysis inference", ["graphlint.analysis.inference"]),
+    ("analysis facts", ["graphlint.analysis.call_facts", "graphlint.analysis.capture_sites",
+                        "graphlint.analysis.step_values", "graphlint.analysis.summaries"]),
+    ("analysis walk", ["graphlint.analysis.walk"]),
     ("rules", ["graphlint.rules"]),
     ("callgraph", ["graphlint.callgraph"]),
     ("engine", ["graphlint.engine"]),

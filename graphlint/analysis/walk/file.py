@@ -22,7 +22,10 @@ from graphlint.analysis.call_facts import callgraph_facts, encode, is_library_me
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
 from graphlint.analysis.children import trivia_types, children, code_children, compound_bodies, suite_body
-from graphlint.analysis.inference import UNKNOWN, ExternalFacts, Inference, ModuleFacts, collect_class
+from graphlint.analysis.inference.class_facts import collect_class
+from graphlint.analysis.inference.facts import ExternalFacts, ModuleFacts
+from graphlint.analysis.inference.function_walk import Inference
+from graphlint.analysis.inference.lattice import UNKNOWN
 from graphlint.analysis.names import collect_imports, normalise_identifiers
 from graphlint.analysis.walk.rule import Context, RawFinding, Rule
 from graphlint.analysis.summaries import class_summaries, function_summary

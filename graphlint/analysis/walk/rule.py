@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, ClassVar
 from graphlint.lazy import cst
 
 if TYPE_CHECKING:
-    from graphlint.analysis.inference import FunctionFacts, Value
+    from graphlint.analysis.inference.facts import FunctionFacts
+    from graphlint.analysis.inference.lattice import Value
     from graphlint.analysis.names import ImportMap
 
 FAMILIES = {
