@@ -7,7 +7,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.walk.rule import Context, Rule
-from ._calls import is_device, keyword, method_name, positional
+from .shared._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")
 _SIZE_METHODS = catalog.names("size_arguments", "methods")

@@ -6,7 +6,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.walk.rule import Context, Rule
-from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
+from .shared._calls import is_device, keyword, maybe_device, method_name, positional, receiver
 
 _WHERE = catalog.names("dynamic_shape", "where")
 _NARROW = catalog.names("dynamic_shape", "narrow")

@@ -10,8 +10,8 @@ from graphlint.analysis import catalog
 from graphlint.analysis.inference.lattice import DEVICE
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Rule
-from ._calls import keyword, maybe_device, method_name, positional, receiver
-from ._orchestration import orchestration, with_evidence
+from ..shared._calls import keyword, maybe_device, method_name, positional, receiver
+from ..shared._orchestration import orchestration, with_evidence
 
 _CUDA_INDEX = re.compile(r"cuda:\s*(\d+|\{)")
 _DEVICE_CONSTRUCTOR = catalog.names("devices", "constructor")

@@ -1,6 +1,6 @@
 """GL501-GL504: streams and devices in the code that captures and replays graphs. Host code by
 design, so these rules set `applies_in_host_code` and hold in every region. Each fires only in
-code that handles several devices, by what the code does with devices (rules/_devices.py)."""
+code that handles several devices, by what the code does with devices (rules/shared/_devices.py)."""
 from __future__ import annotations
 
 from graphlint.lazy import cst
@@ -8,8 +8,8 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Example, Rule
-from ._calls import keyword, method_name, positional, receiver
-from ._orchestration import REPLAY_METHODS, graph_call, in_stream_context, orchestration, with_evidence
+from ..shared._calls import keyword, method_name, positional, receiver
+from ..shared._orchestration import REPLAY_METHODS, graph_call, in_stream_context, orchestration, with_evidence
 
 _STREAM = catalog.names("devices", "stream")
 _SET_DEVICE = catalog.names("devices", "set_current")

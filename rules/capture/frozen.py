@@ -13,8 +13,8 @@ from graphlint.analysis.inference.annotation_kinds import SEQUENCE_ANNOTATIONS, 
 from graphlint.analysis.inference.lattice import DEVICE, HOST, HOST_TENSOR, MODULE
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Example, Rule
-from ._calls import maybe_device
-from ._orchestration import walk as _walk
+from ..shared._calls import maybe_device
+from ..shared._orchestration import walk as _walk
 
 _RANDOM_AND_CLOCK = re.compile(
     r"^(random\.\w+|numpy\.random\.\w+|time\.(time|time_ns|perf_counter|perf_counter_ns|monotonic|monotonic_ns"

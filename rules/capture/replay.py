@@ -8,7 +8,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Rule
-from ._orchestration import SYNCHRONIZE, Orchestration, graph_call, orchestration, walk
+from ..shared._orchestration import SYNCHRONIZE, Orchestration, graph_call, orchestration, walk
 
 _CLOCKS = catalog.names("timing", "clocks")
 _EVENT_TIMERS = catalog.names("timing", "event_methods")

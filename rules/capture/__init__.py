@@ -1,13 +1,13 @@
 """GL5xx: capture and replay hygiene. The family's rules live in modules by what they look at;
-this module gathers them into the family's RULES (the order of `graphlint rules`), for the registry."""
-# - rules/streams.py (GL501-GL504) and rules/replay.py (GL505, GL510) judge the code that
-#   captures and replays a graph (explicit per-device streams, no `set_device` in their place,
-#   no global synchronize between replays, a warm-up before capture). That code is host code by
-#   design, so these rules set `applies_in_host_code` and the engine keeps their findings in
-#   every region, `host` and `unreached` included;
-# - rules/copies.py (GL506, GL507) and rules/frozen.py (GL508, GL509, GL511) judge the step
-#   itself (cross-device copies, per-step Python scalars and host randomness or clocks frozen
-#   into the capture). They set `capture_only`.
+this package gathers them into the family's RULES (the order of `graphlint rules`), for the registry."""
+# - rules/capture/streams.py (GL501-GL504) and rules/capture/replay.py (GL505, GL510) judge the
+#   code that captures and replays a graph (explicit per-device streams, no `set_device` in their
+#   place, no global synchronize between replays, a warm-up before capture). That code is host
+#   code by design, so these rules set `applies_in_host_code` and the engine keeps their findings
+#   in every region, `host` and `unreached` included;
+# - rules/capture/copies.py (GL506, GL507) and rules/capture/frozen.py (GL508, GL509, GL511)
+#   judge the step itself (cross-device copies, per-step Python scalars and host randomness or
+#   clocks frozen into the capture). They set `capture_only`.
 #
 # GL505 (a global synchronize between replays) and GL106 (synchronize in per-step code) see the
 # same call. The split is by region: GL106 reports it in `captured` and `eager` functions, GL505
