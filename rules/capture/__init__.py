@@ -5,9 +5,10 @@ this package gathers them into the family's RULES (the order of `graphlint rules
 #   place, no global synchronize between replays, a warm-up before capture). That code is host
 #   code by design, so these rules set `applies_in_host_code` and the engine keeps their findings
 #   in every region, `host` and `unreached` included;
-# - rules/capture/copies.py (GL506, GL507) and rules/capture/frozen.py (GL508, GL509, GL511)
-#   judge the step itself (cross-device copies, per-step Python scalars and host randomness or
-#   clocks frozen into the capture). They set `capture_only`.
+# - rules/capture/copies.py (GL506, GL507), frozen_scalar.py (GL508), host_random.py (GL509)
+#   and per_step_branch.py (GL511) judge the step itself (cross-device copies, per-step Python
+#   scalars and host randomness or clocks frozen into the capture; per_step.py says which values
+#   are per-step). They set `capture_only`.
 #
 # GL505 (a global synchronize between replays) and GL106 (synchronize in per-step code) see the
 # same call. The split is by region: GL106 reports it in `captured` and `eager` functions, GL505
@@ -15,7 +16,10 @@ this package gathers them into the family's RULES (the order of `graphlint rules
 from __future__ import annotations
 
 from .copies import CrossDeviceCopy, FollowDeviceCopy
-from .frozen import PER_STEP_NAMES, FrozenScalar, HostRandomOrClock, PerStepBranch
+from .frozen_scalar import FrozenScalar
+from .host_random import HostRandomOrClock
+from .per_step import PER_STEP_NAMES
+from .per_step_branch import PerStepBranch
 from .replay import CaptureWithoutWarmup, SynchronizeAroundReplay
 from .streams import GraphWithoutStream, ReplayOutsideStream, SetDeviceForCapture, StreamWithoutDevice
 
