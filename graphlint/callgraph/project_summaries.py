@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.values import package_module
+from graphlint.callgraph.module_names import package_module
 
 # Each round resolves one more level of forwarding (a parameter passed on, a call returned);
 # real code settles in two or three.
