@@ -283,6 +283,27 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
              call_graph: bool, max_size: int = DEFAULT_MAX_FILE_SIZE) -> FileAnalysis:
     result = FileAnalysis(path)
     text = normalise_identifiers(text)  # `x.ｉtem()` is `x.item()` to Python
+    module = _parse(result, path, text, force, max_size)
+    if module is None:
+        return result
+    imports = collect_imports(module)
+    facts = ModuleFacts(module, imports)
+    _collect_classes(module, facts)
+    functions = enumerate_functions(module)
+    raw, summaries = _infer_and_walk(module, facts, imports, functions, rules, external)
+    # What this file's functions pass, return and assign, for the project-wide join.
+    result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
+    captures = _capture_facts(functions, imports, text)
+    positions = _record_findings(result, module, functions, raw, captures)
+    # The call graph's per-file facts come from this same parse (no second read of the file).
+    if call_graph:
+        _record_call_facts(result, module, imports, functions, facts, captures, positions)
+    return result
+
+
+def _parse(result: FileAnalysis, path: str, text: str, force: bool, max_size: int) -> cst.Module | None:
+    """The file's tree, or None when it is not parsed; `result` then says why (skipped, a
+    parse error, a limit) and, for a skipped file, the names it calls."""
     # A package `__init__.py` that only re-exports is parsed too: the call graph follows its imports.
     # A file that never mentions torch is still analysed when it defines functions or classes:
     # the call graph may pass through it (a container class of the engine's own, a plain-class
@@ -293,23 +314,23 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         # Not parsed, but it may call linted functions: their parameters then have a caller
         # whose arguments are not known (graphlint.callgraph.project_summaries reads these names).
         result.extra["called_names"] = sorted(set(_CALLED.findall(text)))
-        return result
+        return None
     depth, depth_line = bracket_depth(text)
     if depth > MAX_BRACKET_DEPTH and quiet:
         result.skipped = True
-        return result
+        return None
     if depth > MAX_BRACKET_DEPTH:
         # CPython refuses this too; libcst's native parser would overflow its stack on it.
         result.parse_error = {"line": depth_line or 1, "col": 1,
                               "message": f"too many nested parentheses ({depth} levels; Python allows "
                                          f"{MAX_BRACKET_DEPTH})"}
-        return result
+        return None
     refused = shape.refusal(text, max_size)  # what would take the parser too long or too much memory
     if refused is not None:
         result.limit = limit_record(*refused)
-        return result
+        return None
     try:
-        module = cst.parse_module(text)
+        return cst.parse_module(text)
     except (cst.ParserSyntaxError, ValueError) as error:
         if quiet:
             # A file that never mentions torch is not graphlint's to judge: it stays unparsed.
@@ -322,11 +343,13 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
                 result.parse_error.update(_tokenizer_position(text))
         else:
             result.parse_error = {"line": 1, "col": 1, "message": f"could not parse: {error}"}
-        return result
-    imports = collect_imports(module)
-    facts = ModuleFacts(module, imports)
-    _collect_classes(module, facts)
-    functions = enumerate_functions(module)
+        return None
+
+
+def _infer_and_walk(module: cst.Module, facts: ModuleFacts, imports: Any, functions: Sequence[FunctionInfo],
+                    rules: Sequence[type[Rule]], external: dict | None) -> tuple[list[RawFinding], list[dict]]:
+    """Each function in source order: its device values inferred, its summary for the project,
+    then one walk with every rule. The raw findings and the summaries, in that order."""
     dispatch = _Dispatch(rules)
     raw: list[RawFinding] = []
     known = ExternalFacts.from_dict(external)
@@ -353,9 +376,13 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
         _walk(info.node, ctx, dispatch, top=True)
-    # What this file's functions pass, return and assign, for the project-wide join.
-    result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
-    captures = _capture_facts(functions, imports, text)
+    return raw, summaries
+
+
+def _record_findings(result: FileAnalysis, module: cst.Module, functions: Sequence[FunctionInfo],
+                     raw: list[RawFinding], captures: dict[str, tuple[list, Any, Any]]) -> dict:
+    """The functions and the findings into `result`, with their positions (computed only when
+    something needs them); each place reported once per rule. Returns the positions."""
     needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
@@ -383,18 +410,22 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
             zone=item.zone, escape=item.escape,
         ))
     result.findings.sort(key=lambda f: (f.line, f.col, f.rule))
-    # The call graph's per-file facts come from this same parse (no second read of the file).
-    if call_graph:
-        result.extra["calls"] = calls = callgraph_facts(module, imports, functions, facts)
-        for qualname, (sites, replay, decorator) in captures.items():
-            entry = calls["functions"].get(qualname)
-            if entry is None:
-                continue
-            # [kind, line, [callee expressions]]: the call graph resolves the callees.
-            entry["captures"] = [[site.kind, positions[site.node].start.line,
-                                  [e for e in (encode(c) for c in site.callees if not is_library_method(c)) if e is not None]] for site in sites]
-            if decorator is not None:
-                entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
-            if replay is not None:
-                entry["replays"] = positions[replay].start.line
-    return result
+    return positions
+
+
+def _record_call_facts(result: FileAnalysis, module: cst.Module, imports: Any, functions: Sequence[FunctionInfo],
+                       facts: ModuleFacts, captures: dict[str, tuple[list, Any, Any]], positions: dict) -> None:
+    """The call graph's facts of this file into `result`, with each function's capture sites,
+    compile decorator and replay by line."""
+    result.extra["calls"] = calls = callgraph_facts(module, imports, functions, facts)
+    for qualname, (sites, replay, decorator) in captures.items():
+        entry = calls["functions"].get(qualname)
+        if entry is None:
+            continue
+        # [kind, line, [callee expressions]]: the call graph resolves the callees.
+        entry["captures"] = [[site.kind, positions[site.node].start.line,
+                              [e for e in (encode(c) for c in site.callees if not is_library_method(c)) if e is not None]] for site in sites]
+        if decorator is not None:
+            entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
+        if replay is not None:
+            entry["replays"] = positions[replay].start.line
