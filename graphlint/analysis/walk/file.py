@@ -73,7 +73,7 @@ class FileFinding:
     message: str
     fix: str
     zone: str | None = None  # one-time branch or capture block the finding lies in
-    escape: str | None = None  # "returned": the region decides (analysis/rule.RawFinding)
+    escape: str | None = None  # "returned": the region decides (analysis/walk/rule.RawFinding)
 
 
 @dataclass
