@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--limit", type=int, default=200, help="at most this many files (sorted by path)")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
-    from graphlint.analysis import file as analysis
+    from graphlint.analysis.walk import file as analysis
     from graphlint.rules import ALL_RULES
 
     files = sorted(Path(args.folder).rglob("*.py"))[: args.limit]

@@ -119,7 +119,7 @@ def causes(row: dict, limit: int = 3) -> str:
 
 def markdown(rows: list[dict], device: str = "CPU emulation") -> str:
     """The rows as a markdown table; what every row shares (the prefill, sdpa) is left out."""
-    from graphlint.views.runtime_text import describe_features
+    from graphlint.views.sections.runtime_text import describe_features
 
     lines = [f"| architecture | verdict ({device}) | causes at their lines | exercises |", "|---|---|---|---|"]
     for row in rows:

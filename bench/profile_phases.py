@@ -18,7 +18,7 @@ from pathlib import Path
 import libcst
 
 from graphlint.engine import pool as engine
-from graphlint.analysis import file as analysis
+from graphlint.analysis.walk import file as analysis
 
 SECONDS: dict[str, float] = defaultdict(float)
 RULES: dict[str, float] = defaultdict(float)

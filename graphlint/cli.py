@@ -17,11 +17,11 @@ from graphlint.commands.audit import audit_command, clean
 from graphlint.commands.baseline import baseline_group
 from graphlint.commands.check import check
 from graphlint.commands.gate import gate
-from graphlint.commands.options import COLOR, FORMATS, exit_code  # noqa: F401 - the public names of before
+from graphlint.commands.common.options import COLOR, FORMATS, exit_code  # noqa: F401 - the public names of before
 from graphlint.commands.rules import explain, list_rules
 from graphlint.commands.server import server_command
 from graphlint.config import ConfigError
-from graphlint.exits import EXIT_ERROR, EXIT_OK, fail
+from graphlint.io.exits import EXIT_ERROR, EXIT_OK, fail
 from graphlint.views.output import silence_stdout
 
 

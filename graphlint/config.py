@@ -160,7 +160,7 @@ CONFIG_NAMES = ("graphlint.toml", "pyproject.toml")  # in one folder, graphlint.
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    from graphlint.reading import read_source
+    from graphlint.io.reading import read_source
 
     try:
         text = read_source(path, MAX_CONFIG_BYTES).decode("utf-8")

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 
 from graphlint import __version__
 from graphlint.callgraph.recorded import REASON_PREFIX
-from graphlint.analysis.source import split_lines
+from graphlint.analysis.text.source import split_lines
 from graphlint.config import Config
 from graphlint.engine import Cache, collect_tasks, finalize
 from graphlint.engine.pipeline import analyse_project

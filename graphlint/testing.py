@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphlint.analysis import suppressions
-from graphlint.analysis.file import analyze_source
-from graphlint.analysis.stack import run_deep
+from graphlint.analysis.text import suppressions
+from graphlint.analysis.walk.file import analyze_source
+from graphlint.analysis.walk.stack import run_deep
 from graphlint.config import Config
 from graphlint.engine import Cache, finalize
 from graphlint.engine.pipeline import analyse_project

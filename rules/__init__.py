@@ -1,5 +1,6 @@
 """graphlint's rules, one module per family (GL1 sync, GL2 host control flow, GL3 dynamic
-shapes, GL4 allocation, GL9 graphlint itself). Installed as `graphlint.rules`."""
+shapes, GL4 allocation, GL9 graphlint itself) and one package for GL5, capture and replay
+hygiene (`capture/`); what the families share is in `shared/`. Installed as `graphlint.rules`."""
 from __future__ import annotations
 
 import importlib

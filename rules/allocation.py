@@ -8,9 +8,9 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
-from graphlint.analysis.rule import Context, Example, Rule
-from ._calls import is_device, keyword, method_name, positional, receiver, source_text
-from ._escape import RETURNED, STORED, Escapes
+from graphlint.analysis.walk.rule import Context, Example, Rule
+from .shared._calls import is_device, keyword, method_name, positional, receiver, source_text
+from .shared._escape import RETURNED, STORED, Escapes
 
 _FACTORIES = catalog.names("factories", "names")
 _LIKE = catalog.names("factories", "like")

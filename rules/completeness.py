@@ -2,7 +2,7 @@
 the capture site, so that a region nobody could read never passes as a region with no hazard."""
 from __future__ import annotations
 
-from graphlint.analysis.rule import Rule
+from graphlint.analysis.walk.rule import Rule
 
 
 class IncompleteCaptureRegion(Rule):

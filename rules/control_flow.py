@@ -6,8 +6,8 @@ from __future__ import annotations
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.rule import Context, Rule
-from ._calls import is_device, keyword, method_name, positional
+from graphlint.analysis.walk.rule import Context, Rule
+from .shared._calls import is_device, keyword, method_name, positional
 
 _FACTORIES = catalog.names("factories", "names")
 _SIZE_METHODS = catalog.names("size_arguments", "methods")

@@ -2,7 +2,7 @@
 honour). The engine emits them; they are rules so that `explain` and select/ignore work."""
 from __future__ import annotations
 
-from graphlint.analysis.rule import Rule
+from graphlint.analysis.walk.rule import Rule
 
 
 class ParseError(Rule):

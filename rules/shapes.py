@@ -5,8 +5,8 @@ from __future__ import annotations
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.rule import Context, Rule
-from ._calls import is_device, keyword, maybe_device, method_name, positional, receiver
+from graphlint.analysis.walk.rule import Context, Rule
+from .shared._calls import is_device, keyword, maybe_device, method_name, positional, receiver
 
 _WHERE = catalog.names("dynamic_shape", "where")
 _NARROW = catalog.names("dynamic_shape", "narrow")

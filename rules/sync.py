@@ -6,9 +6,9 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
-from graphlint.analysis.inference import annotation_value
-from graphlint.analysis.rule import Context, Example, Rule
-from ._calls import is_device, maybe_device, method_name, positional, receiver
+from graphlint.analysis.inference.annotation_kinds import annotation_value
+from graphlint.analysis.walk.rule import Context, Example, Rule
+from .shared._calls import is_device, maybe_device, method_name, positional, receiver
 
 _HOST_BOOL = catalog.names("sync", "host_bool")
 _HOST_BOOL_METHODS = catalog.names("sync", "host_bool_methods")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graphlint import callgraph
-from graphlint.callgraph.values import package_module
+from graphlint.callgraph.module_names import package_module
 from graphlint.config import Config
 from graphlint.engine import Cache, analyse_all, check, collect_tasks
 

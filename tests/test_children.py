@@ -58,7 +58,8 @@ while x:
 
 
 def corpus() -> list[cst.Module]:
-    files = sorted((REPO / "dsv4_model").glob("*.py"))[:6] + [REPO / "graphlint" / "analysis" / "inference.py"]
+    files = (sorted((REPO / "dsv4_model").glob("*.py"))[:6]
+             + sorted((REPO / "graphlint" / "analysis" / "inference").glob("*.py")))
     return [cst.parse_module(EVERY_SYNTAX)] + [cst.parse_module(f.read_text("utf-8")) for f in files]
 
 

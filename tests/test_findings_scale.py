@@ -8,7 +8,7 @@ import ast
 import json
 from pathlib import Path
 
-from graphlint.analysis.file import FileFinding
+from graphlint.analysis.walk.file import FileFinding
 from graphlint.config import Config
 from graphlint.engine import check, fingerprints, pool
 
@@ -46,7 +46,7 @@ def test_each_statement_is_unparsed_once(monkeypatch):
 
 
 def _findings_of(text: str):
-    from graphlint.analysis.file import analyze_source
+    from graphlint.analysis.walk.file import analyze_source
     from graphlint.rules import ALL_RULES
 
     return analyze_source("f.py", text, ALL_RULES).findings

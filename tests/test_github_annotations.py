@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from graphlint.cli import main
 from graphlint.report import Finding, Report, StaticResult
-from graphlint.views.github import to_annotations
+from graphlint.views.ci.github import to_annotations
 
 
 def finding(**overrides) -> Finding:

@@ -4,7 +4,10 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from graphlint.analysis.inference import DEVICE, HOST, HOST_TENSOR, MODULE, UNKNOWN, Inference, ModuleFacts, collect_class
+from graphlint.analysis.inference.class_facts import collect_class
+from graphlint.analysis.inference.facts import ModuleFacts
+from graphlint.analysis.inference.function_walk import Inference
+from graphlint.analysis.inference.lattice import DEVICE, HOST, HOST_TENSOR, MODULE, UNKNOWN
 from graphlint.analysis.names import collect_imports
 
 

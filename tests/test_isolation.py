@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from graphlint.analysis import file as file_analysis
-from graphlint.analysis import shape, stack
+from graphlint.analysis.text import shape
+from graphlint.analysis.walk import file as file_analysis
+from graphlint.analysis.walk import stack
 from graphlint.config import Config, ConfigError, from_mapping
 from graphlint.engine import check, pool
 

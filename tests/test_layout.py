@@ -1,7 +1,9 @@
 """The package layout is the pipeline: each module imports only modules of its own stage or of
 stages below it, and no import cycle exists. Imports are read from the source (nothing is
 imported), including imports inside functions. The runtime wing's rooms are stages of their own,
-every folder of modules is a package that says what it holds, and no two modules share a name."""
+every folder of modules is a package that says what it holds, and no two modules share a name.
+Sizes are bounded so that the layout stays readable: no package holds more than 10 modules side
+by side, no module is over 600 lines and no function over 100."""
 from __future__ import annotations
 
 import ast
@@ -12,10 +14,17 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Stages from the bottom up. A module's stage is the first prefix that matches its dotted name.
 STAGES = [
-    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.exits",
-              "graphlint.reading", "graphlint.terminal"]),
+    ("base", ["graphlint", "graphlint.config", "graphlint.report", "graphlint.crosscheck", "graphlint.io"]),
     ("discovery", ["graphlint.discovery"]),
+    # Per file: the tree and the catalogue (with the file as text), the inference on them, the
+    # facts the project stages read, and one file's pass that gathers them all.
     ("analysis", ["graphlint.analysis"]),
+    ("analysis inference", ["graphlint.analysis.inference"]),
+    ("analysis facts", ["graphlint.analysis.facts", "graphlint.analysis.capture_sites",
+                        "graphlint.analysis.step_values", "graphlint.analysis.summaries"]),
+    ("analysis walk", ["graphlint.analysis.walk"]),
+    # What the rule families share, below the families (and the registry) that use it.
+    ("rules shared", ["graphlint.rules.shared"]),
     ("rules", ["graphlint.rules"]),
     ("callgraph", ["graphlint.callgraph"]),
     ("engine", ["graphlint.engine"]),
@@ -148,8 +157,8 @@ def test_the_runtime_imports_no_view_and_no_command():
 
 def test_the_runtime_check_sees_a_view_import(tmp_path):
     module = tmp_path / "probe.py"
-    module.write_text("def f():\n    from graphlint.views.runtime_text import render_runtime\n")
-    assert "graphlint.views.runtime_text" in _imports("graphlint.runtime.tracing.probe", module, set(_modules()))
+    module.write_text("def f():\n    from graphlint.views.sections.runtime_text import render_runtime\n")
+    assert "graphlint.views.sections.runtime_text" in _imports("graphlint.runtime.tracing.probe", module, set(_modules()))
 
 
 def test_every_folder_of_modules_is_a_package_that_says_what_it_holds():
@@ -176,3 +185,84 @@ def test_the_name_check_sees_a_shared_name():
     paths = [ROOT / "graphlint" / "a" / "summaries.py", ROOT / "graphlint" / "b" / "summaries.py",
              ROOT / "graphlint" / "a" / "__init__.py", ROOT / "graphlint" / "b" / "__init__.py"]
     assert _shared_names(paths) == {"summaries.py": ["graphlint/a/summaries.py", "graphlint/b/summaries.py"]}
+
+
+
+# Sizes, for the shipped code (graphlint/ and rules/). A package with more modules side by side
+# than this is grouped into subpackages by what they do; a longer module or function is split.
+MAX_FLAT_MODULES = 10
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 100
+
+
+def _package_files() -> list[Path]:
+    return [*(ROOT / "graphlint").rglob("*.py"), *(ROOT / "rules").rglob("*.py")]
+
+
+def _crowded_folders(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
+    """Folders holding more than MAX_FLAT_MODULES modules directly (an `__init__.py` aside)."""
+    counts: dict[Path, int] = {}
+    for path in paths:
+        if path.name != "__init__.py":
+            counts[path.parent] = counts.get(path.parent, 0) + 1
+    return {folder.relative_to(root).as_posix(): count for folder, count in sorted(counts.items())
+            if count > MAX_FLAT_MODULES}
+
+
+def _long_modules(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
+    lengths = {path.relative_to(root).as_posix(): len(path.read_text("utf-8").splitlines()) for path in paths}
+    return {name: length for name, length in sorted(lengths.items()) if length > MAX_MODULE_LINES}
+
+
+def _long_functions(paths: list[Path], root: Path = ROOT) -> dict[str, int]:
+    """`path:function` over MAX_FUNCTION_LINES lines, from its `def` line to its last line
+    (methods and nested functions included)."""
+    found: dict[str, int] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    found[f"{path.relative_to(root).as_posix()}:{node.name}"] = length
+    return dict(sorted(found.items()))
+
+
+def test_no_package_holds_more_than_ten_modules_side_by_side():
+    assert _crowded_folders(_package_files()) == {}
+
+
+def test_the_folder_check_sees_a_crowded_package(tmp_path):
+    folder = tmp_path / "graphlint" / "crowded"
+    folder.mkdir(parents=True)
+    paths = [folder / "__init__.py", *(folder / f"m{i}.py" for i in range(MAX_FLAT_MODULES + 1))]
+    assert _crowded_folders(paths, tmp_path) == {"graphlint/crowded": MAX_FLAT_MODULES + 1}
+    assert _crowded_folders(paths[:-1], tmp_path) == {}  # ten modules and an __init__.py are fine
+
+
+def test_no_module_is_over_600_lines():
+    assert _long_modules(_package_files()) == {}
+
+
+def test_the_module_check_sees_a_long_module(tmp_path):
+    module = tmp_path / "graphlint" / "long_module.py"
+    module.parent.mkdir()
+    module.write_text("x = 1\n" * (MAX_MODULE_LINES + 1))
+    assert _long_modules([module], tmp_path) == {"graphlint/long_module.py": MAX_MODULE_LINES + 1}
+    module.write_text("x = 1\n" * MAX_MODULE_LINES)
+    assert _long_modules([module], tmp_path) == {}
+
+
+def test_no_function_is_over_100_lines():
+    assert _long_functions(_package_files()) == {}
+
+
+def test_the_function_check_sees_a_long_function(tmp_path):
+    module = tmp_path / "graphlint" / "long_function.py"
+    module.parent.mkdir()
+    body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    module.write_text(f"class C:\n    def short(self):\n        pass\n\n    def long(self):\n{body}")
+    assert _long_functions([module], tmp_path) == {"graphlint/long_function.py:long":
+                                                                 MAX_FUNCTION_LINES + 1}
+    fits = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    module.write_text(f"def fits():\n{fits}")  # the `def` line and 99 more: 100 lines
+    assert _long_functions([module], tmp_path) == {}

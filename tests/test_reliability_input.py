@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint.analysis import shape
-from graphlint.analysis.source import NotSource, TooLarge, read_source
+from graphlint.analysis.text import shape
+from graphlint.analysis.text.source import NotSource, TooLarge, read_source
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check, pool

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphlint.analysis.rule import Example
+from graphlint.analysis.walk.rule import Example
 from graphlint.rules import ALL_RULES
 from graphlint.testing import lint_snippet
 

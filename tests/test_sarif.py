@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from graphlint.cli import main
 from graphlint.report import Report, StaticResult
 from graphlint.rules import ALL_RULES
-from graphlint.views.sarif import FINGERPRINT_KEY, to_sarif
+from graphlint.views.ci.sarif import FINGERPRINT_KEY, to_sarif
 
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
 REFERENCE = Path(__file__).resolve().parents[1] / "dsv4_model" / "reference.py"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from graphlint.analysis.source import decode, split_lines
+from graphlint.analysis.text.source import decode, split_lines
 from graphlint.cli import main
 
 STEP = "def step(x: torch.Tensor):\n    return x.max().item()\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphlint.analysis import suppressions
+from graphlint.analysis.text import suppressions
 from graphlint.testing import lint_snippet
 
 STEP = ("def decode_step(x: torch.Tensor, y: torch.Tensor):\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from graphlint import region_audit
-from graphlint.callgraph.values import package_module
+from graphlint.callgraph.module_names import package_module
 from graphlint.cli import main
 from graphlint.config import Config
 from graphlint.engine import check

@@ -1,5 +1,7 @@
-"""Per-file analysis, the first stage after discovery: parse (`file`), fast child access and
-positions on libcst trees, import names, the torch catalogue, device-value inference per
-function, inline suppressions, the rule base, and the per-file facts the call graph reads.
+"""Per-file analysis, the first stage after discovery. Here: fast child access and positions on
+libcst trees (`children`, `positions`), import names (`names`), the torch catalogue
+(`catalog`), and the per-file facts the project stages read (`call_facts`, `capture_sites`,
+`step_values`, `summaries`). In subpackages: the file as text (`text/`), device-value
+inference per function (`inference/`) and one file's pass with the rule base (`walk/`).
 Nothing here sees another file or the config.
 """

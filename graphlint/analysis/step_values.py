@@ -19,7 +19,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
-from graphlint.analysis.inference import DEVICE, HOST_TENSOR, MODULE, MODULE_LIST, Value
+from graphlint.analysis.inference.lattice import DEVICE, HOST_TENSOR, MODULE, MODULE_LIST, Value
 
 # A source: ("s",) an advanced self attribute; ("c", name, position) the result of a call of
 # that name (position -1: the whole value, i >= 0: element i of the tuple it returns); ("m",

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphlint.analysis.inference import Inference, ModuleFacts, encode
+from graphlint.analysis.inference.facts import ModuleFacts
+from graphlint.analysis.inference.function_walk import Inference
+from graphlint.analysis.inference.lattice import encode
 
 
 def function_summary(qualname: str, class_name: str | None, inference: Inference) -> dict[str, Any]:

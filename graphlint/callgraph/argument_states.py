@@ -56,7 +56,7 @@ class _Signature:
 class ArgumentStates:
     """The fixed point over the calls the call graph followed.
 
-    `functions`: (path, qualname) -> the call facts of that function (graphlint.analysis.call_facts).
+    `functions`: (path, qualname) -> the call facts of that function (graphlint.analysis.facts.call_facts).
     `kwargs_sites`: function -> the argument records of its call sites, for a function outside
     the region whose `**kwargs` a captured call passes on (None: not all of them are known)."""
 

@@ -10,7 +10,7 @@ imports, `self.method()`, submodules assigned in `__init__` and called (`self.at
 `Attention.forward`), module lists iterated (`for layer in islice(self.layers, a, b)`), every
 override of a method called on a base class, `super().forward`, and functions passed as
 arguments; a step handed to the capturing function as a parameter is what its callers pass.
-Nothing is imported or run: the per-file facts (graphlint.analysis.call_facts) are evaluated
+Nothing is imported or run: the per-file facts (graphlint.analysis.facts.call_facts) are evaluated
 lazily by graphlint.callgraph.values. A method called on a receiver of unknown type reaches the
 few linted methods of that name as candidates (the chain says so); any other call whose target
 cannot be determined is listed in `unresolved` with the reason, and a capture site whose region

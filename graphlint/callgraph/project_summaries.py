@@ -7,11 +7,12 @@ another call's result) are resolved by iterating to a fixpoint, with a bound.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.values import package_module
+from graphlint.callgraph.module_names import package_module
 
 # Each round resolves one more level of forwarding (a parameter passed on, a call returned);
 # real code settles in two or three.
@@ -123,9 +124,17 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
     {param: kind}}, "returns": {callee key: kind}, "attrs": {class: {attr: kind}}}; an empty
     dict where the rest of the code knows nothing more."""
     index = _Index(files, root)
-    params: dict[tuple[str, str], dict[str, str]] = {}
-    returns: dict[tuple[str, str], str] = {}
-    # Every call site once: (caller module, caller key, callee key, args, kwargs, callee entry).
+    params, returns = _fixpoint(index, _call_sites(index))
+    steps = _advanced_params(index)
+    step_names, step_attrs = _learned_step_names(index, steps)
+    step_names |= _learned_step_keywords(index, _step_returns(index))
+    learned = _Learned(params, returns, steps, step_names, step_attrs, _subclass_attrs(index))
+    return [_file_facts(index, learned, file_index, module, summary)
+            for file_index, (module, summary) in enumerate(zip(index.modules, index.summaries))]
+
+
+def _call_sites(index: _Index) -> list[tuple]:
+    """Every call site once: (caller module, caller key, callee key, args, kwargs, callee entry)."""
     sites = []
     for module, summary in zip(index.modules, index.summaries):
         for function in summary["functions"]:
@@ -133,77 +142,113 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
                 callee = index.function(key, module)
                 if callee is not None:
                     sites.append((module, (module, function["q"]), key, args, kwargs, callee))
+    return sites
 
-    def resolve(value: Any, caller: tuple[str, str], module: str) -> Any:
-        tag = value[0]
-        if tag == "kind":
-            return value[1]
-        if tag == "param":
-            return params.get(caller, {}).get(value[1], _UNKNOWN)
-        if tag == "call":
-            callee = index.function(value[1], module)
-            if callee is None:
-                return _UNKNOWN
-            return returns.get((index.modules[callee[0]], callee[1]["q"]), _UNKNOWN)
-        if tag == "tuple":
-            parts = [resolve(part, caller, module) for part in value[1]]
-            if any(p is _UNKNOWN or p.startswith("tuple:") for p in parts):
-                return _UNKNOWN
-            return "tuple:" + ",".join("device" if p == "device_bool" else p for p in parts)
-        return _UNKNOWN
 
+def _resolve(value: Any, caller: tuple[str, str], module: str, index: _Index,
+             params: Mapping[tuple[str, str], Mapping[str, str]], returns: Mapping[tuple[str, str], str]) -> Any:
+    """A symbolic value of a summary under the facts of the last round: a kind, or _UNKNOWN."""
+    tag = value[0]
+    if tag == "kind":
+        return value[1]
+    if tag == "param":
+        return params.get(caller, {}).get(value[1], _UNKNOWN)
+    if tag == "call":
+        callee = index.function(value[1], module)
+        if callee is None:
+            return _UNKNOWN
+        return returns.get((index.modules[callee[0]], callee[1]["q"]), _UNKNOWN)
+    if tag == "tuple":
+        parts = [_resolve(part, caller, module, index, params, returns) for part in value[1]]
+        if any(p is _UNKNOWN or p.startswith("tuple:") for p in parts):
+            return _UNKNOWN
+        return "tuple:" + ",".join("device" if p == "device_bool" else p for p in parts)
+    return _UNKNOWN
+
+
+def _fixpoint(index: _Index, sites: list[tuple]) -> tuple[dict[tuple[str, str], dict[str, str]],
+                                                          dict[tuple[str, str], str]]:
+    """Parameter kinds every call site agrees on and return kinds, round by round until
+    they stop changing (at most _ROUNDS): each round resolves one more level of forwarding."""
+    params: dict[tuple[str, str], dict[str, str]] = {}
+    returns: dict[tuple[str, str], str] = {}
     for _ in range(_ROUNDS):
-        passed: dict[tuple[str, str], dict[str, list]] = {}
-        for module, caller, key, args, kwargs, (callee_index, callee) in sites:
-            if callee["cls"] is not None and not key.startswith("self:"):
-                continue  # a method called through something else: the receiver is not mapped
-            target = (index.modules[callee_index], callee["q"])
-            names = [p[0] for p in callee["params"]]
-            given: dict[str, Any] = {}
-            for name, value in zip(names, args):
-                given[name] = value
-            for name, value in kwargs.items():
-                if name not in ("*", "**"):
-                    given[name] = value
-            slot = passed.setdefault(target, {})
-            for name, _local, default in callee["params"]:
-                if name in given:
-                    slot.setdefault(name, []).append(resolve(given[name], caller, module))
-                elif "*" in kwargs or "**" in kwargs or default not in ("none", "host"):
-                    slot.setdefault(name, []).append(_UNKNOWN)
-                elif default == "host":
-                    slot.setdefault(name, []).append("host")
-        new_params: dict[tuple[str, str], dict[str, str]] = {}
-        for target, by_name in passed.items():
-            if target[1].rpartition(".")[2] in index.unparsed_calls:
-                continue  # a file that was not parsed calls a function of this name
-            entry = index.functions[target][1]
-            local = {p[0]: p[1] for p in entry["params"]}
-            facts = {}
-            for name, values in by_name.items():
-                if values and all(v is not _UNKNOWN for v in values):
-                    code = _join(values)
-                    # What the function leaves unknown, or a device kind of its own (an
-                    # annotation) that every caller contradicts with a host value.
-                    if code is not None and code != "none" and (
-                            local.get(name) is None or (code == "host" and _is_device(local.get(name)))):
-                        facts[name] = code
-            if facts:
-                new_params[target] = facts
-        new_returns: dict[tuple[str, str], str] = {}
-        for (module, qualname), (_, function) in index.functions.items():
-            values = [resolve(entry, (module, qualname), module) for entry in function["ret"]]
-            values = [v for v in values if v != "none"]
-            if values and all(v is not _UNKNOWN for v in values):
-                code = _join(values)
-                if code is not None:
-                    new_returns[(module, qualname)] = code
+        passed = _passed(index, sites, params, returns)
+        new_params = _agreed_params(index, passed)
+        new_returns = _agreed_returns(index, params, returns)
         if new_params == params and new_returns == returns:
             break
         params, returns = new_params, new_returns
+    return params, returns
 
-    # Parameters some caller's loop advances between calls (a may-fact: one such caller is
-    # enough for the value to change from one step to the next).
+
+def _passed(index: _Index, sites: list[tuple], params: Mapping[tuple[str, str], Mapping[str, str]],
+            returns: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], dict[str, list]]:
+    """What each call site passes to each parameter of its callee, resolved under the last
+    round's facts (_UNKNOWN where a site passes something not known, or may pass it unnamed)."""
+    passed: dict[tuple[str, str], dict[str, list]] = {}
+    for module, caller, key, args, kwargs, (callee_index, callee) in sites:
+        if callee["cls"] is not None and not key.startswith("self:"):
+            continue  # a method called through something else: the receiver is not mapped
+        target = (index.modules[callee_index], callee["q"])
+        names = [p[0] for p in callee["params"]]
+        given: dict[str, Any] = {}
+        for name, value in zip(names, args):
+            given[name] = value
+        for name, value in kwargs.items():
+            if name not in ("*", "**"):
+                given[name] = value
+        slot = passed.setdefault(target, {})
+        for name, _local, default in callee["params"]:
+            if name in given:
+                slot.setdefault(name, []).append(_resolve(given[name], caller, module, index, params, returns))
+            elif "*" in kwargs or "**" in kwargs or default not in ("none", "host"):
+                slot.setdefault(name, []).append(_UNKNOWN)
+            elif default == "host":
+                slot.setdefault(name, []).append("host")
+    return passed
+
+
+def _agreed_params(index: _Index, passed: Mapping[tuple[str, str], Mapping[str, list]]
+                   ) -> dict[tuple[str, str], dict[str, str]]:
+    """The kind of each parameter the function leaves unknown and every call site agrees on."""
+    agreed: dict[tuple[str, str], dict[str, str]] = {}
+    for target, by_name in passed.items():
+        if target[1].rpartition(".")[2] in index.unparsed_calls:
+            continue  # a file that was not parsed calls a function of this name
+        entry = index.functions[target][1]
+        local = {p[0]: p[1] for p in entry["params"]}
+        facts = {}
+        for name, values in by_name.items():
+            if values and all(v is not _UNKNOWN for v in values):
+                code = _join(values)
+                # What the function leaves unknown, or a device kind of its own (an
+                # annotation) that every caller contradicts with a host value.
+                if code is not None and code != "none" and (
+                        local.get(name) is None or (code == "host" and _is_device(local.get(name)))):
+                    facts[name] = code
+        if facts:
+            agreed[target] = facts
+    return agreed
+
+
+def _agreed_returns(index: _Index, params: Mapping[tuple[str, str], Mapping[str, str]],
+                    returns: Mapping[tuple[str, str], str]) -> dict[tuple[str, str], str]:
+    """The kind each function returns, where all its returns (None aside) agree."""
+    agreed: dict[tuple[str, str], str] = {}
+    for (module, qualname), (_, function) in index.functions.items():
+        values = [_resolve(entry, (module, qualname), module, index, params, returns) for entry in function["ret"]]
+        values = [v for v in values if v != "none"]
+        if values and all(v is not _UNKNOWN for v in values):
+            code = _join(values)
+            if code is not None:
+                agreed[(module, qualname)] = code
+    return agreed
+
+
+def _advanced_params(index: _Index) -> dict[tuple[str, str], set[str]]:
+    """Parameters some caller's loop advances between calls (a may-fact: one such caller is
+    enough for the value to change from one step to the next)."""
     steps: dict[tuple[str, str], set[str]] = {}
     for module, summary in zip(index.modules, index.summaries):
         for function in summary["functions"]:
@@ -216,73 +261,105 @@ def solve(files: Sequence[Mapping[str, Any]], root: Path) -> list[dict[str, Any]
                 chosen |= {n for n in names if n in params_in_order}
                 if chosen:
                     steps.setdefault((index.modules[callee[0]], callee[1]["q"]), set()).update(chosen)
-    step_names, step_attrs = _learned_step_names(index, steps)
-    step_names |= _learned_step_keywords(index, _step_returns(index))
+    return steps
 
-    subclass_attrs = _subclass_attrs(index)
-    out: list[dict[str, Any]] = []
-    for file_index, (module, summary) in enumerate(zip(index.modules, index.summaries)):
-        facts: dict[str, Any] = {}
-        # Facts go only to functions where they can change a finding (see "sinks").
-        judged = [f for f in summary["functions"] if f.get("sinks")]
-        file_params = {}
-        for function in judged:
+
+@dataclass(frozen=True)
+class _Learned:
+    """What the project's rounds learned, before it is handed out file by file."""
+
+    params: dict[tuple[str, str], dict[str, str]]
+    returns: dict[tuple[str, str], str]
+    steps: dict[tuple[str, str], set[str]]
+    step_names: set[str]
+    step_attrs: set[str]
+    subclass_attrs: dict[tuple[str, str], dict[str, str]]
+
+
+def _file_facts(index: _Index, learned: _Learned, file_index: int, module: str, summary: Mapping[str, Any]
+                ) -> dict[str, Any]:
+    """The facts one file's analysis may use: only those that can change one of its findings."""
+    facts: dict[str, Any] = {}
+    # Facts go only to functions where they can change a finding (see "sinks").
+    judged = [f for f in summary["functions"] if f.get("sinks")]
+    file_params = _file_params(learned, module, judged)
+    if file_params:
+        facts["params"] = file_params
+    steps = learned.steps
+    file_steps = {f["q"]: sorted(steps[(module, f["q"])]) for f in summary["functions"] if (module, f["q"]) in steps}
+    if file_steps:
+        facts["steps"] = file_steps
+    # Only to files whose functions take a parameter of that name, or read that attribute off
+    # a parameter: nothing else can change.
+    names = learned.step_names.intersection(p[0] for f in summary["functions"] for p in f["params"])
+    attrs = learned.step_attrs.intersection(a for f in summary["functions"] for a in f.get("pattrs", ()))
+    if names:
+        facts["step_names"] = sorted(names)
+    if attrs:
+        facts["step_attrs"] = sorted(attrs)
+    file_returns = _file_returns(index, learned, module, judged)
+    if file_returns:
+        facts["returns"] = dict(sorted(file_returns.items()))
+    file_attrs = _file_attrs(index, learned, file_index, module, summary, judged)
+    if file_attrs:
+        facts["attrs"] = file_attrs
+    return facts
+
+
+def _file_params(learned: _Learned, module: str, judged: list[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Parameter kinds for the judged functions, where an unknown value there comes from them."""
+    file_params = {}
+    for function in judged:
+        wanted = set(function.get("wanted", ()))
+        local = {p[0]: p[1] for p in function["params"]}
+        given = {p: c for p, c in learned.params.get((module, function["q"]), {}).items()
+                 if "p:" + p in wanted and (_adds_findings(c) or (c == "host" and _is_device(local.get(p))))}
+        if given:
+            file_params[function["q"]] = given
+    return file_params
+
+
+def _file_returns(index: _Index, learned: _Learned, module: str, judged: list[Mapping[str, Any]]) -> dict[str, str]:
+    """Return kinds of the callees the judged functions leave unknown, where it matters."""
+    file_returns = {}
+    for function in judged:
+        wanted = set(function.get("wanted", ()))
+        for key in function.get("unknown_calls", ()):
+            if "c:" + key not in wanted:
+                continue
+            callee = index.function(key, module)
+            if callee is not None:
+                code = learned.returns.get((index.modules[callee[0]], callee[1]["q"]))
+                if code is not None and _adds_findings(code):
+                    file_returns[key] = code
+    return file_returns
+
+
+def _file_attrs(index: _Index, learned: _Learned, file_index: int, module: str, summary: Mapping[str, Any],
+                judged: list[Mapping[str, Any]]) -> dict[str, dict[str, str]]:
+    """Attribute kinds each class of the file inherits from bases in other files and from what
+    its subclasses assign, for the attributes its judged methods read and leave unknown."""
+    file_attrs = {}
+    unknown_attrs: dict[str, set[str]] = {}
+    for function in judged:
+        if function["cls"] is not None:
             wanted = set(function.get("wanted", ()))
-            local = {p[0]: p[1] for p in function["params"]}
-            given = {p: c for p, c in params.get((module, function["q"]), {}).items()
-                     if "p:" + p in wanted and (_adds_findings(c) or (c == "host" and _is_device(local.get(p))))}
-            if given:
-                file_params[function["q"]] = given
-        if file_params:
-            facts["params"] = file_params
-        file_steps = {f["q"]: sorted(steps[(module, f["q"])]) for f in summary["functions"] if (module, f["q"]) in steps}
-        if file_steps:
-            facts["steps"] = file_steps
-        # Only to files whose functions take a parameter of that name, or read that attribute off
-        # a parameter: nothing else can change.
-        names = step_names.intersection(p[0] for f in summary["functions"] for p in f["params"])
-        attrs = step_attrs.intersection(a for f in summary["functions"] for a in f.get("pattrs", ()))
-        if names:
-            facts["step_names"] = sorted(names)
-        if attrs:
-            facts["step_attrs"] = sorted(attrs)
-        file_returns = {}
-        for function in judged:
-            wanted = set(function.get("wanted", ()))
-            for key in function.get("unknown_calls", ()):
-                if "c:" + key not in wanted:
-                    continue
-                callee = index.function(key, module)
-                if callee is not None:
-                    code = returns.get((index.modules[callee[0]], callee[1]["q"]))
-                    if code is not None and _adds_findings(code):
-                        file_returns[key] = code
-        if file_returns:
-            facts["returns"] = dict(sorted(file_returns.items()))
-        file_attrs = {}
-        unknown_attrs: dict[str, set[str]] = {}
-        for function in judged:
-            if function["cls"] is not None:
-                wanted = set(function.get("wanted", ()))
-                unknown_attrs.setdefault(function["cls"], set()).update(
-                    a for a in function.get("unknown_attrs", ()) if "a:" + a in wanted)
-        for class_name, info in summary["classes"].items():
-            inherited: dict[str, str] = {}
-            for key in reversed(index.lineage(module, class_name)[1:]):
-                if index.classes[key][0] != file_index:  # same-file bases are joined by the file itself
-                    inherited.update(index.classes[key][1]["attrs"])
-            for attr, code in subclass_attrs.get((module, class_name), {}).items():
-                if attr not in info["attrs"]:
-                    inherited.setdefault(attr, code)
-            read = unknown_attrs.get(class_name, set())
-            inherited = {a: c for a, c in inherited.items()
-                         if info["attrs"].get(a) != c and a in read and _adds_findings(c)}
-            if inherited:
-                file_attrs[class_name] = dict(sorted(inherited.items()))
-        if file_attrs:
-            facts["attrs"] = file_attrs
-        out.append(facts)
-    return out
+            unknown_attrs.setdefault(function["cls"], set()).update(
+                a for a in function.get("unknown_attrs", ()) if "a:" + a in wanted)
+    for class_name, info in summary["classes"].items():
+        inherited: dict[str, str] = {}
+        for key in reversed(index.lineage(module, class_name)[1:]):
+            if index.classes[key][0] != file_index:  # same-file bases are joined by the file itself
+                inherited.update(index.classes[key][1]["attrs"])
+        for attr, code in learned.subclass_attrs.get((module, class_name), {}).items():
+            if attr not in info["attrs"]:
+                inherited.setdefault(attr, code)
+        read = unknown_attrs.get(class_name, set())
+        inherited = {a: c for a, c in inherited.items()
+                     if info["attrs"].get(a) != c and a in read and _adds_findings(c)}
+        if inherited:
+            file_attrs[class_name] = dict(sorted(inherited.items()))
+    return file_attrs
 
 
 def _is_device(code: str | None) -> bool:

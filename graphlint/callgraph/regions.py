@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from graphlint.analysis.file import NOT_PER_STEP
+from graphlint.analysis.walk.file import NOT_PER_STEP
 
 CAPTURED = "captured"
 EAGER = "eager"

@@ -1,7 +1,7 @@
 """Symbolic values of the call graph: what a name, an attribute or a call in the linted code
 may hold (an instance of a linted class, a function, a list of modules, a library object, a
 value from a project module outside the lint, or something unknown), evaluated lazily from
-the per-file facts of graphlint.analysis.call_facts. Nothing is imported or run.
+the per-file facts of graphlint.analysis.facts.call_facts. Nothing is imported or run.
 
 A value is a tuple whose first item is its tag:
   (INST, class) (CLS, class) (FN, function, self_class) (SUPER, start_class, self_class)
@@ -15,7 +15,6 @@ where a class or function is (path, qualname).
 from __future__ import annotations
 
 import builtins
-import functools
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -23,6 +22,7 @@ from graphlint.analysis import catalog
 from graphlint.callgraph.regions import module_name
 
 from graphlint.callgraph.calls import CallResults
+from graphlint.callgraph.module_names import namespace_parents, package_module
 from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LAMBDA,  # noqa: F401
                                       LIST, MOD, PEXT, SUPER, TUPLE, join as _join)
 
@@ -46,59 +46,6 @@ def _freeze(value: Any) -> Any:
     if kind is dict:
         return tuple(sorted([(k, _freeze(v)) for k, v in value.items()]))
     return value
-
-
-def package_module(path: str, root: Path) -> str:
-    """The module name Python would import the file as: folders with `__init__.py` above it
-    make the package (`transformers/models/llama/modeling_llama.py` anywhere on disk). A file
-    that is not on disk (an in-memory snippet) is named from its relative path."""
-    # A path is relative to the config's folder, or (outside it) as given on the command line.
-    full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
-    if full is None:
-        return module_name(path)
-    package = _package_of(str(full.parent))
-    if full.name == "__init__.py":
-        return package or full.parent.resolve().name
-    return f"{package}.{full.stem}" if package else full.stem
-
-
-@functools.lru_cache(maxsize=4096)
-def _package_of(folder_text: str) -> str:
-    """The dotted package a folder is, as Python imports it ("" for none); one lookup per
-    folder, however many files it holds (the call graph's cache key names every file's module)."""
-    folder = Path(folder_text).resolve()
-    parts: list[str] = []
-    while folder.parent != folder and ((folder / "__init__.py").is_file() or _namespace_portion(folder)):
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return ".".join(parts)
-
-
-def namespace_parents(path: str, root: Path, module: str) -> list[str]:
-    """Folders without `__init__.py` right above a file's top package, innermost last: with
-    their parent on sys.path Python imports the package through them as namespace packages
-    (`lmdeploy/pytorch/nn/linear.py`, no `lmdeploy/__init__.py`, is `lmdeploy.pytorch.nn.linear`)."""
-    full = next((c for c in (root / path, Path(path)) if c.is_file()), None)
-    if full is None:
-        return []
-    top = full.resolve().parent
-    folders = len(module.split(".")) - (0 if full.name == "__init__.py" else 1)
-    for _ in range(folders - 1):
-        top = top.parent
-    names: list[str] = []
-    folder = top.parent
-    while len(names) < 2 and folder.parent != folder and folder.name.isidentifier() \
-            and not (folder / "__init__.py").is_file():
-        names.insert(0, folder.name)
-        folder = folder.parent
-    return names
-
-
-def _namespace_portion(folder: Path) -> bool:
-    """A folder without `__init__.py` inside a regular package (within two levels): Python
-    imports it as a namespace subpackage (`pkg/ns/mod.py` is `pkg.ns.mod`)."""
-    return folder.name.isidentifier() and any(
-        (up / "__init__.py").is_file() for up in (folder.parent, folder.parent.parent) if up != up.parent)
 
 
 class Project(CallResults):

@@ -11,8 +11,8 @@ from typing import Any, Sequence
 import click
 
 from graphlint.config import ConfigError
-from graphlint.commands.options import cache_dir_option, config_option, jobs_option, no_cache_option
-from graphlint.exits import EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
+from graphlint.commands.common.options import cache_dir_option, config_option, jobs_option, no_cache_option
+from graphlint.io.exits import EXIT_OK, EXIT_VIOLATIONS, fail, load_config, split_list
 from graphlint.views.output import write_output
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from graphlint import __version__
-from graphlint.commands.static import static_check
-from graphlint.commands.options import config_option, jobs_option, no_cache_option
-from graphlint.exits import load_config
+from graphlint.commands.common.static import static_check
+from graphlint.commands.common.options import config_option, jobs_option, no_cache_option
+from graphlint.io.exits import load_config
 from graphlint.views.output import write_output
 
 

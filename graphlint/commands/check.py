@@ -10,10 +10,10 @@ from typing import Any
 import click
 
 from graphlint import __version__
-from graphlint.commands.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code, jobs_option,
-                                        no_cache_option, selection_in_force)
-from graphlint.commands.static import apply_baseline, static_check
-from graphlint.exits import fail, load_config, split_list
+from graphlint.commands.common.options import (COLOR, FORMATS, cache_dir_option, config_option, exit_code,
+                                               jobs_option, no_cache_option, selection_in_force)
+from graphlint.commands.common.static import apply_baseline, static_check
+from graphlint.io.exits import fail, load_config, split_list
 from graphlint.report import Report
 from graphlint.views.output import render_report
 
@@ -162,7 +162,7 @@ def _runtime_half(report: Report, config, options: dict[str, Any]) -> None:
 def stdin_source_text(max_bytes: int) -> str:
     """The source on stdin, decoded as Python would decode it (its PEP 263 cookie, else UTF-8);
     exit 2 when it is larger than `max_bytes` (max-file-size, 0: no limit) or not decodable."""
-    from graphlint.analysis.source import SourceError, TooLarge, decode, read_stream
+    from graphlint.analysis.text.source import SourceError, TooLarge, decode, read_stream
 
     try:
         return decode(read_stream(sys.stdin.buffer, max_bytes))

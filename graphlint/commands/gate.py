@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from graphlint.commands.options import FORMATS
-from graphlint.commands.static import apply_baseline
-from graphlint.exits import fail
+from graphlint.commands.common.options import FORMATS
+from graphlint.commands.common.static import apply_baseline
+from graphlint.io.exits import fail
 from graphlint.views.output import render_report
 
 

@@ -19,7 +19,7 @@ import click
 from graphlint.runtime.harness import run_harness
 from graphlint.runtime.isolation.worker import DEFAULT_STEP_TIMEOUT_S
 from graphlint.runtime.targets.loader import REFERENCE_TARGET, UsageError, parse_option
-from graphlint.terminal import heartbeat, real_stderr
+from graphlint.io.terminal import heartbeat, real_stderr
 
 __all__ = ["runtime_command", "run_harness", "runtime_progress"]
 
@@ -78,7 +78,7 @@ def _emit(report, fmt: str, output: str | None) -> None:
     elif fmt == "text" and report.runtime is not None:
         from rich.console import Console
 
-        from graphlint.views.runtime_text import render_runtime
+        from graphlint.views.sections.runtime_text import render_runtime
 
         render_runtime(report.runtime, Console(highlight=False, soft_wrap=True))
 

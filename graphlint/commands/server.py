@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from graphlint.exits import fail
+from graphlint.io.exits import fail
 
 SERVER_HINT = "install it with pip install 'graphlint-cuda[server]'"
 

@@ -10,7 +10,7 @@ import click
 
 from graphlint.config import Config
 from graphlint.discovery import PathProblem
-from graphlint.exits import fail
+from graphlint.io.exits import fail
 
 
 def enabled_rules(select: Sequence[str], ignore: Sequence[str]) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import click
 
-from graphlint.exits import load_config
+from graphlint.io.exits import load_config
 
 CONFIG_NAMES = ("pyproject.toml", "graphlint.toml")
 POLL_SECONDS = 0.5

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from graphlint.analysis import suppressions
 from graphlint.analysis.arm_guards import CONDITION, HOLDS
+from graphlint.analysis.text import suppressions
 from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
-from graphlint.analysis.file import FileFinding
+from graphlint.analysis.walk.file import FileFinding
 from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
 from graphlint.config import Config
 from graphlint.discovery import is_excluded
@@ -126,39 +126,10 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
                                       "message": site["message"], "fix": BY_CODE["GL905"].fix, "region": "host",
                                       "reached_via": (), "region_reason": site.get("reason", "")}))
         for raw in file.get("findings", []):
-            placement = placements.get((path, raw["function"]), Placement(CAPTURED))
-            zone = raw.get("zone")
-            if zone in NOT_CAPTURED_KINDS and placement.region in (CAPTURED, EAGER):
-                # Code of a per-step function that the captured step does not run: the warm-up
-                # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly,
-                # another backend's arm never runs where graphs are captured.
-                placement = Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
-            elif zone == "capture-block" and placement.region in (HOST, UNREACHED):
-                placement = Placement(CAPTURED, placement.reached_via,
-                                      f"inside the `with torch.cuda.graph` block of {raw['function']}")
-            elif placement.known and raw.get("guards") and placement.region in (CAPTURED, EAGER):
-                dead = _contradicted(raw["guards"], placement.known)
-                if dead is not None:
-                    # `if mask is not None:` where every call in the step passes no mask: an arm
-                    # the step never runs.
-                    placement = Placement(HOST, placement.reached_via, dead)
-            rule = BY_CODE[raw["rule"]]
-            if raw["rule"] == "GL510" and (path, raw["function"]) in warmed_up:
-                continue  # the caller warms the step up before calling the capture function
-            # Capture orchestration rules (GL5xx) judge the code that captures and replays,
-            # which is host code by design, so they hold in every region; a `host_code_only`
-            # one leaves per-step regions to the sync rule that reports the same node (GL106).
-            orchestration = getattr(rule, "applies_in_host_code", False)
-            if placement.region in (HOST, UNREACHED) and not orchestration:
-                continue
-            if orchestration and getattr(rule, "host_code_only", False) and placement.region in (CAPTURED, EAGER):
-                continue
-            if placement.region == EAGER and rule.capture_only:
-                continue
-            if placement.compiled and getattr(rule, "stream_capture_only", False):
-                continue  # Inductor traces it: torch.compile alone captures this function
-            candidates.append((None, {**_by_region(raw, placement), "region": placement.region,
-                                      "reached_via": placement.reached_via, "region_reason": placement.reason}))
+            placed = _placed_finding(raw, placements.get((path, raw["function"]), Placement(CAPTURED)),
+                                     (path, raw["function"]) in warmed_up)
+            if placed is not None:
+                candidates.append((None, placed))
         for line, items in sup_by_line.items():
             for item in items:
                 for token in item.codes:
@@ -199,6 +170,49 @@ def finalize(files: list[dict[str, Any]], config: Config, select: Sequence[str],
         findings.extend(_unused_suppressions(path, sup_by_line, used, select, ignore, file_ignores, config))
     findings.sort(key=Finding.sort_key)
     return findings
+
+
+def _placement(raw: dict, placement: Placement) -> Placement:
+    """Where the code of a raw finding runs: its function's placement, narrowed by the branch
+    it lies in (a one-time or not-capturing branch, a dead arm) or widened by a capture block."""
+    zone = raw.get("zone")
+    if zone in NOT_CAPTURED_KINDS and placement.region in (CAPTURED, EAGER):
+        # Code of a per-step function that the captured step does not run: the warm-up
+        # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly,
+        # another backend's arm never runs where graphs are captured.
+        return Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
+    if zone == "capture-block" and placement.region in (HOST, UNREACHED):
+        return Placement(CAPTURED, placement.reached_via,
+                         f"inside the `with torch.cuda.graph` block of {raw['function']}")
+    if placement.known and raw.get("guards") and placement.region in (CAPTURED, EAGER):
+        dead = _contradicted(raw["guards"], placement.known)
+        if dead is not None:
+            # `if mask is not None:` where every call in the step passes no mask: an arm
+            # the step never runs.
+            return Placement(HOST, placement.reached_via, dead)
+    return placement
+
+
+def _placed_finding(raw: dict, placement: Placement, warmed_up: bool) -> dict | None:
+    """The raw finding with its region, or None where its rule does not hold there."""
+    placement = _placement(raw, placement)
+    rule = BY_CODE[raw["rule"]]
+    if raw["rule"] == "GL510" and warmed_up:
+        return None  # the caller warms the step up before calling the capture function
+    # Capture orchestration rules (GL5xx) judge the code that captures and replays,
+    # which is host code by design, so they hold in every region; a `host_code_only`
+    # one leaves per-step regions to the sync rule that reports the same node (GL106).
+    orchestration = getattr(rule, "applies_in_host_code", False)
+    if placement.region in (HOST, UNREACHED) and not orchestration:
+        return None
+    if orchestration and getattr(rule, "host_code_only", False) and placement.region in (CAPTURED, EAGER):
+        return None
+    if placement.region == EAGER and rule.capture_only:
+        return None
+    if placement.compiled and getattr(rule, "stream_capture_only", False):
+        return None  # Inductor traces it: torch.compile alone captures this function
+    return {**_by_region(raw, placement), "region": placement.region,
+            "reached_via": placement.reached_via, "region_reason": placement.reason}
 
 
 def _unused_suppressions(path: str, sup_by_line: dict[int, list[suppressions.Suppression]],

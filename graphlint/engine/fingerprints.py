@@ -16,7 +16,7 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Sequence
 
-from graphlint.analysis.source import SourceError, decode, split_lines
+from graphlint.analysis.text.source import SourceError, decode, split_lines
 from graphlint.report import Finding, read_regular
 
 # Child statement lists of a compound statement: a finding in an `if` test is fingerprinted by

@@ -15,7 +15,7 @@ from graphlint import callgraph
 from graphlint.callgraph import recorded
 from graphlint.callgraph.graph import CallGraph
 from graphlint.callgraph.regions import Placement
-from graphlint.callgraph.values import package_module
+from graphlint.callgraph.module_names import package_module
 from graphlint.config import Config
 from graphlint.engine.cache import Cache
 from graphlint.engine.interproc import Reanalyse, pooled, refine

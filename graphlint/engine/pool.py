@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Iterator, Sequence
 
-from graphlint.analysis import suppressions
-from graphlint.analysis.file import FileAnalysis, analyze_source, limit_record, too_large
-from graphlint.analysis.source import NotSource, SourceError, TooLarge, decode, read_source
-from graphlint.analysis.stack import run_deep
+from graphlint.analysis.text import suppressions
+from graphlint.analysis.text.source import NotSource, SourceError, TooLarge, decode, read_source
+from graphlint.analysis.walk.file import FileAnalysis, analyze_source, limit_record, too_large
+from graphlint.analysis.walk.stack import run_deep
 from graphlint.config import DEFAULT_FILE_TIMEOUT, DEFAULT_MAX_FILE_SIZE, DEFAULT_WORKER_MEMORY
 from graphlint.engine.cache import Cache, content_digest, valid_analysis
 from graphlint.engine.fingerprints import finding_texts

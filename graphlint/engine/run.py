@@ -17,7 +17,7 @@ from graphlint.engine.finalize import finalize, selected
 from graphlint.engine.fingerprints import SPAN_FIELDS, fingerprint_findings
 from graphlint.engine.pipeline import analyse_project
 from graphlint.engine.pool import capped_jobs, default_jobs, gc_paused
-from graphlint.analysis.file import SKIP_REASON
+from graphlint.analysis.walk.file import SKIP_REASON
 from graphlint.report import Finding, StaticResult
 
 

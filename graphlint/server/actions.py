@@ -6,8 +6,8 @@ import re
 
 from lsprotocol import types
 
-from graphlint.analysis import suppressions
-from graphlint.analysis.source import split_lines
+from graphlint.analysis.text import suppressions
+from graphlint.analysis.text.source import split_lines
 from graphlint.server.diagnostics import utf16_column
 
 SHOW_DOCS = "graphlint.showRuleDocs"

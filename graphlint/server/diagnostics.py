@@ -46,7 +46,7 @@ def to_diagnostic(finding: Finding, lines: list[str], docs_uri: str | None) -> t
 
 def to_diagnostics(findings: list[Finding], text: str, docs_uri) -> list[types.Diagnostic]:
     """Unsuppressed findings only, as `check` reports them; `docs_uri(code)` links each rule."""
-    from graphlint.analysis.source import split_lines
+    from graphlint.analysis.text.source import split_lines
 
     lines = split_lines(text)
     return [to_diagnostic(finding, lines, docs_uri(finding.rule)) for finding in findings if not finding.suppressed]

@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from graphlint.commands.options import combine_selection
+from graphlint.commands.common.options import combine_selection
 from graphlint.config import Config, ConfigError, load
 from graphlint.discovery import PathProblem, is_excluded, relative_posix, DEFAULT_EXCLUDES
 from graphlint.report import Finding

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import click
 
-from graphlint.exits import fail
+from graphlint.io.exits import fail
 from graphlint.report import OutputError, Report, dumps, write_atomic
 
 
@@ -100,19 +100,19 @@ def _render_report(report: Report, fmt: str, output: str | None, root: Path, qui
     if fmt == "json":
         text = dumps(report)
     elif fmt == "sarif":
-        from graphlint.views.sarif import to_sarif
+        from graphlint.views.ci.sarif import to_sarif
 
         text = to_sarif(report)
     elif fmt == "github":
-        from graphlint.views.github import to_annotations
+        from graphlint.views.ci.github import to_annotations
 
         text = to_annotations(report)
     elif fmt == "gitlab":
-        from graphlint.views.gitlab import to_code_quality
+        from graphlint.views.ci.gitlab import to_code_quality
 
         text = to_code_quality(report)
     elif fmt == "junit":
-        from graphlint.views.junit import to_junit
+        from graphlint.views.ci.junit import to_junit
 
         text = to_junit(report)
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from graphlint.terminal import real_stderr  # noqa: F401 - the views and the runtime ask it
+from graphlint.io.terminal import real_stderr  # noqa: F401 - the views and the runtime ask it
 import time
 from contextlib import contextmanager
 from typing import Callable, Iterator

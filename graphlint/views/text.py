@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 
-from graphlint.analysis.source import SourceError, decode, read_source, split_lines
+from graphlint.analysis.text.source import SourceError, decode, read_source, split_lines
 from graphlint.report import Finding, Report
 from graphlint.crosscheck import confirmation, describe, marks
 
@@ -184,7 +184,7 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
         if not quiet and shown:
             _write_findings(console, stream, shown, root, marked, sources)
         if isinstance(static.extra.get("third_party"), dict) and not quiet:  # runtime --lint, check --runtime
-            from graphlint.views.crosscheck_text import render_third_party
+            from graphlint.views.sections.crosscheck_text import render_third_party
 
             render_third_party(static.extra["third_party"], console)
         unresolved = getattr(static, "unresolved_calls", None) or []
@@ -201,11 +201,11 @@ def render(report: Report, stream: TextIO, root: Path, quiet: bool = False, stat
             for (code, name), count in sorted(counts.items()):
                 console.print(f"{count:>6}  {code}  {name}")
     if report.runtime is not None and not quiet:  # -q: the summary line only, as for the static half
-        from graphlint.views.runtime_text import render_runtime
+        from graphlint.views.sections.runtime_text import render_runtime
 
         render_runtime(report.runtime, console)
     if report.crosscheck is not None:
-        from graphlint.views.crosscheck_text import render_crosscheck
+        from graphlint.views.sections.crosscheck_text import render_crosscheck
 
         render_crosscheck(report.crosscheck, console)
     for error in report.errors:

@@ -219,8 +219,8 @@ def test_sarif_and_github_mark_confirmed_findings(tmp_path):
     out = tmp_path / "r.json"
     CliRunner().invoke(runtime_command, [target("item_sync"), "--lint", "--no-bench", "-o", str(out)])
     from graphlint.report import Report
-    from graphlint.views.github import to_annotations
-    from graphlint.views.sarif import to_sarif
+    from graphlint.views.ci.github import to_annotations
+    from graphlint.views.ci.sarif import to_sarif
 
     report = Report.from_dict(json.loads(out.read_text()))
     results = json.loads(to_sarif(report))["runs"][0]["results"]

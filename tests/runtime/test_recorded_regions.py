@@ -146,7 +146,7 @@ def test_hf_llama_lint_reads_the_transformers_code_the_step_ran(llama):
         section["gates"] = True
         assert report.summary()["verdict"] == "fail"
         section["gates"] = False
-    from graphlint.views.sarif import to_sarif
+    from graphlint.views.ci.sarif import to_sarif
 
     results = json.loads(to_sarif(report))["runs"][0]["results"]
     marked = [r for r in results if r["properties"].get("thirdParty")]

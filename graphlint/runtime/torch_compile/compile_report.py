@@ -255,7 +255,7 @@ def _progress(what: str, quiet: bool):
     import sys
     import time
 
-    from graphlint.terminal import heartbeat, real_stderr
+    from graphlint.io.terminal import heartbeat, real_stderr
 
     @contextlib.contextmanager
     def lines():
