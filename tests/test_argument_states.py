@@ -331,3 +331,93 @@ def test_the_same_step_under_stream_capture_keeps_the_copies(tmp_path):
     found = {(f.rule, f.line) for f in check([tmp_path], Config(root=tmp_path), jobs=1).findings}
     assert ("GL402", 15) in found and ("GL404", 10) in found
     assert not any(rule == "GL202" for rule, _ in found)
+
+
+ENGINE_WITH_LOADER = '''
+import torch
+from eng import llama  # registers the model classes
+from eng.loader import ModelLoader
+
+
+class Engine:
+    def __init__(self, config):
+        self.model = ModelLoader(config).load()
+
+    def model_forward(self, input_ids, positions, metadata):
+        return self.model.forward(input_ids=input_ids, positions=positions, metadata=metadata)
+
+    def capture(self, input_ids, positions, metadata):
+        g = torch.cuda.CUDAGraph()
+        for _ in range(2):
+            self.model_forward(input_ids, positions, metadata)
+        with torch.cuda.graph(g):
+            self.out = self.model_forward(input_ids, positions, metadata)
+        self.g = g
+
+    def replay(self):
+        self.g.replay()
+'''
+
+REGISTERED_MODEL = '''
+import torch
+from torch import nn
+
+MODELS = {}
+
+
+def register(cls):
+    MODELS[cls.__name__] = cls
+    return cls
+
+
+class Norm(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+class Gate(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Up(nn.Module):
+    def forward(self, x):
+        return x
+
+
+class Down(nn.Module):
+    def forward(self, x):
+        return x
+
+
+@register
+class Llama(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = Norm()
+        self.gate, self.up, self.down = Gate(), Up(), Down()
+
+    def forward(self, input_ids, positions, metadata, inputs_embeds=None):
+        if metadata.num_contexts > 0:
+            print(input_ids.max().item())  # the context (prefill) arm: eager
+        if inputs_embeds is not None:
+            print(inputs_embeds.sum().item())  # never passed by the engine
+        hidden = self.norm(input_ids.float())
+        return hidden + positions.sum().item()
+'''
+
+
+def test_a_model_a_loader_builds_is_checked_through_every_forward_in_its_place(tmp_path):
+    # The engine calls `self.model.forward(...)` on what a loader outside the lint returns: every
+    # top-level module forward stands in for it, bound to the engine's call. The loader's own
+    # module is not linted (eng/loader.py is absent).
+    (tmp_path / "eng").mkdir()
+    (tmp_path / "eng" / "__init__.py").write_text("")
+    (tmp_path / "eng" / "engine.py").write_text(ENGINE_WITH_LOADER)
+    (tmp_path / "eng" / "llama.py").write_text(REGISTERED_MODEL)
+    (tmp_path / "graphlint.toml").write_text("")
+    found = check([tmp_path], Config(root=tmp_path), jobs=1).findings
+    lines = {(f.rule, f.line) for f in found if f.path.endswith("llama.py")}
+    assert lines == {("GL101", 46)}
+    site = [f for f in found if f.rule == "GL905"]
+    assert len(site) == 1 and "checked in place of `self.model.forward`" in site[0].message

@@ -248,6 +248,11 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     walk = _Walk(project, config, orchestration, graph, unresolved, arguments)
     walk.start(roots)
+    standing_in = _stand_in_roots(project, walk, arguments)
+    if standing_in:
+        walk.start(standing_in)
+        roots = roots + standing_in
+        fallback = fallback + standing_in
     region = walk.region
     for key, why in orchestration.items():
         # The functions that capture or replay are listed (host) even when nothing reaches them.
@@ -271,10 +276,59 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             else:
                 graph.placements[key] = swept.get(key) or _unreached(project, key, config, orchestration)
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
-    graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback))
+    stood_in = {callee_text(project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls} \
+        if standing_in else set()
+    graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
     graph.warmed_up = _warmed_by_caller(project)
     return graph
+
+
+def _some_module(project: Project, func: Any, scope: tuple) -> bool:
+    """A call of a module whose class is not known: `m.forward(...)` or `m(...)` where `m` is
+    annotated nn.Module, or `.forward(...)` on any receiver graphlint cannot follow. An element
+    of a container (`self.layers[i](x)`, `modules[k].forward(x)`) is one of this model's own
+    layers, not a model built elsewhere."""
+    receiver = func[1] if type(func) is tuple and func[0] == "a" else None
+    if _indexed(func) or (receiver is not None and _indexed(receiver)):
+        return False
+    if receiver is not None and func[2] == "forward":
+        return True
+    values = project.eval(receiver if receiver is not None and func[2] == "__call__" else func, scope)
+    return any(value == (DYN, _ANY_MODULE) for value in values)
+
+
+def _in_a_module(project: Project, scope: tuple) -> bool:
+    """Whether the function is a method of an nn.Module (a layer calling its own submodules),
+    as opposed to a runner or an engine that calls the model."""
+    return scope[2] is not None and scope[2] in project.classes and _is_module(project, scope[2])
+
+
+def _indexed(expr: Any) -> bool:
+    return type(expr) is tuple and bool(expr) and expr[0] in ("i", "ix", "s", "it")
+
+
+# What the evaluation gives for a value declared as some nn.Module (graphlint.callgraph.calls).
+_ANY_MODULE = "a value annotated nn.Module"
+
+
+def _stand_in_roots(project: Project, walk: "_Walk", arguments: ArgumentStates) -> list[tuple]:
+    """For captured calls of a module graphlint cannot name, made by a runner (not by a layer of
+    a model), every top-level nn.Module forward
+    not reached yet is checked in its place, bound to those calls' arguments as the capture's
+    own callee would be (a model a loader or a registry builds: `self.model.forward(...)`)."""
+    if not walk.module_calls:
+        return []
+    texts = sorted({callee_text(project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls})
+    roots = []
+    for root, _ in _forward_roots(project):
+        if root[1] in walk.region:
+            continue
+        for caller, index in walk.module_calls:
+            arguments.add_candidate(root[1], caller, index, bound_call(project.functions[caller]["calls"][index][1]))
+        roots.append((root, f"forward of nn.Module {root[2][1] if root[2] else root[1][1]} "
+                            f"(in place of `{'`, `'.join(texts[:3])}`, a module graphlint cannot name)"))
+    return roots
 
 
 def _unreached(project: Project, key: tuple[str, str], config: Config, orchestration: Mapping) -> Placement:
@@ -303,6 +357,9 @@ class _Walk:
         self.calls_a_parameter: set[tuple[str, str]] = set()  # functions that call a callable parameter
         self.eager_seeds: list[tuple] = []
         self.queue: deque = deque()
+        # Captured calls of some module graphlint cannot name (`self.model.forward(...)` on a
+        # model a loader returns): (caller, index of the call).
+        self.module_calls: list[tuple[tuple[str, str], int]] = []
 
     def start(self, roots: Sequence[tuple]) -> None:
         for root, reason in roots:
@@ -373,6 +430,9 @@ class _Walk:
                 if targets and is_parameter(project, key, call[1]):
                     self.calls_a_parameter.add(key)
                     targets = passed_by_reached(project, key, call[1], self.reached_from.get(key, set()), targets)
+                if (not targets and not candidates and mode == CAPTURED and not _in_a_module(project, scope)
+                        and _some_module(project, call[1], scope)):
+                    self.module_calls.append((key, index))
                 for callee in candidates:
                     if callee[1] not in self.region:
                         self.candidate_edges.setdefault(callee[1], callee_text(call[1]))
@@ -384,7 +444,7 @@ class _Walk:
 
 
 def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, names: dict,
-                      fallback: bool) -> list[dict[str, Any]]:
+                      fallback: bool, stood_in: set[str] = frozenset()) -> list[dict[str, Any]]:
     """The capture sites whose region graphlint could not follow: the callee itself unknown, or
     a function of the region calling what could not be resolved (one record per site)."""
     out: list[dict[str, Any]] = []
@@ -411,8 +471,11 @@ def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, na
                        f"not checked ({instead})")
         else:
             shown = "; ".join(beyond[:3]) + (f"; and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+            replaced = sorted(text for text in stood_in if any(b.endswith(": " + text) for b in beyond))
+            instead = (f" (every top-level nn.Module forward was checked in place of `{'`, `'.join(replaced)}`)"
+                       if replaced else "")
             message = (f"the captured region calls {len(beyond)} call(s) graphlint could not follow ({shown}): "
-                       f"what they run is not checked")
+                       f"what they run is not checked{instead}")
         out.append({"path": key[0], "function": key[1], "line": line, "message": message, "reason": reason,
                     "calls": missing + beyond, "callee_unresolved": bool(missing)})
     return sorted(out, key=lambda item: (item["path"], item["line"], item["function"]))
