@@ -2,8 +2,9 @@
 captures (resolved through the step handed to a capturing function as a parameter), which
 functions are orchestration, how each root is called (the inline call a capture records, the
 calls a forward taken as a root may stand in for), the configuration tests a site sits under,
-and which captured functions only torch.compile captures. graphlint.callgraph.graph walks the
-region from these roots.
+which captured functions only torch.compile captures, which capture sites have a region that
+could not be followed to its end (GL905) and which capture functions a caller warms up (GL510).
+graphlint.callgraph.graph walks the region from these roots.
 """
 from __future__ import annotations
 
@@ -266,3 +267,70 @@ def passed_by_reached(project: Project, key: tuple[str, str], param: str, caller
 
 # How many callers up a step handed from parameter to parameter is followed.
 _MAX_PASS_DEPTH = 3
+
+
+def incomplete_sites(sites: list[tuple], graph: Any, unresolved: dict, names: dict,
+                     fallback: bool, stood_in: set[str] = frozenset()) -> list[dict[str, Any]]:
+    """The capture sites whose region graphlint could not follow: the callee itself unknown, or
+    a function of the region calling what could not be resolved (one record per site)."""
+    out: list[dict[str, Any]] = []
+    by_caller: dict[tuple[str, str], list[str]] = {}
+    for caller, text in unresolved:
+        by_caller.setdefault(caller, []).append(text)
+    for key, line, reason, site_roots, missing in sites:
+        seen: set[tuple[str, str]] = set()
+        stack = [target[1] for target in site_roots]
+        while stack:
+            node = stack.pop()
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.extend(graph.edges.get(node, ()))
+        beyond = sorted({f"{names.get(caller, caller[1])}: {text}" for caller in seen
+                         for text in by_caller.get(caller, ())})
+        if not missing and not beyond:
+            continue
+        if missing:
+            instead = "every nn.Module forward was checked in its place" if fallback else \
+                "no nn.Module forward was found to check in its place"
+            message = (f"the callee of this capture, `{', '.join(missing)}`, cannot be resolved: what it runs is "
+                       f"not checked ({instead})")
+        else:
+            shown = "; ".join(beyond[:3]) + (f"; and {len(beyond) - 3} more" if len(beyond) > 3 else "")
+            replaced = sorted(text for text in stood_in if any(b.endswith(": " + text) for b in beyond))
+            instead = (f" (every top-level nn.Module forward was checked in place of `{'`, `'.join(replaced)}`)"
+                       if replaced else "")
+            message = (f"the captured region calls {len(beyond)} call(s) graphlint could not follow ({shown}): "
+                       f"what they run is not checked{instead}")
+        out.append({"path": key[0], "function": key[1], "line": line, "message": message, "reason": reason,
+                    "calls": missing + beyond, "callee_unresolved": bool(missing)})
+    return sorted(out, key=lambda item: (item["path"], item["line"], item["function"]))
+
+
+def warmed_by_caller(project: Project) -> list[tuple[str, str]]:
+    """Functions that capture a graph and whose caller runs a warm-up before calling them
+    (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
+    capturing: dict[str, list[tuple[str, str]]] = {}
+    for key, f in project.functions.items():
+        if any(site[0] != "compile-decorator" for site in f.get("captures", ())):
+            capturing.setdefault(key[1].rsplit(".", 1)[-1], []).append(key)
+    if not capturing:
+        return []
+    # What each capture function captures, by name (`self._model_forward`): a caller that
+    # runs it first has warmed the step up.
+    captured_names = {key: {last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
+                            for site in project.functions[key]["captures"] for e in site[2]} - {""}
+                      for keys in capturing.values() for key in keys}
+    warmed: set[tuple[str, str]] = set()
+    for key, function in project.functions.items():
+        earlier: list[str] = []
+        owner = (key[0], function["class"]) if function["class"] else None
+        for call in function["calls"]:
+            name = last_name(call[1])
+            candidates = [t for t in capturing.get(name, ()) if t not in warmed and any(
+                "warm" in e.lower() or e in captured_names[t] for e in earlier)]
+            if candidates:
+                callees = {c[1] for c in project.call_targets(project.eval(call[1], (key[0], key[1], owner)))}
+                warmed.update(t for t in candidates if t in callees)
+            earlier.append(name)
+    return sorted(warmed)

@@ -30,9 +30,8 @@ from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
 from graphlint.callgraph.argument_states import ArgumentStates, bound_call, facts_by_function
 from graphlint.callgraph.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
-                                               compiled_only, is_parameter, passed_by_reached, passing_files,
-                                               root_calls, site_conditions)
-from graphlint.callgraph.calls import last_name
+                                               compiled_only, incomplete_sites, is_parameter, passed_by_reached,
+                                               passing_files, root_calls, site_conditions, warmed_by_caller)
 from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
@@ -126,8 +125,6 @@ def _resolve_entries(project: Project, config: Config) -> list[tuple]:
             owner = project.functions[key]["class"]
             entries.append(((FN, key, (key[0], owner) if owner else None), "`# graphlint: entry` marker"))
     return entries
-
-
 
 
 def _is_module(project: Project, cls: tuple[str, str]) -> bool:
@@ -278,9 +275,9 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
     stood_in = {callee_text(project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls} \
         if standing_in else set()
-    graph.incomplete = _incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
+    graph.incomplete = incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
-    graph.warmed_up = _warmed_by_caller(project)
+    graph.warmed_up = warmed_by_caller(project)
     return graph
 
 
@@ -443,79 +440,12 @@ class _Walk:
                     self.reach(callee, mode, key, reason)
 
 
-def _incomplete_sites(sites: list[tuple], graph: CallGraph, unresolved: dict, names: dict,
-                      fallback: bool, stood_in: set[str] = frozenset()) -> list[dict[str, Any]]:
-    """The capture sites whose region graphlint could not follow: the callee itself unknown, or
-    a function of the region calling what could not be resolved (one record per site)."""
-    out: list[dict[str, Any]] = []
-    by_caller: dict[tuple[str, str], list[str]] = {}
-    for caller, text in unresolved:
-        by_caller.setdefault(caller, []).append(text)
-    for key, line, reason, site_roots, missing in sites:
-        seen: set[tuple[str, str]] = set()
-        stack = [target[1] for target in site_roots]
-        while stack:
-            node = stack.pop()
-            if node in seen:
-                continue
-            seen.add(node)
-            stack.extend(graph.edges.get(node, ()))
-        beyond = sorted({f"{names.get(caller, caller[1])}: {text}" for caller in seen
-                         for text in by_caller.get(caller, ())})
-        if not missing and not beyond:
-            continue
-        if missing:
-            instead = "every nn.Module forward was checked in its place" if fallback else \
-                "no nn.Module forward was found to check in its place"
-            message = (f"the callee of this capture, `{', '.join(missing)}`, cannot be resolved: what it runs is "
-                       f"not checked ({instead})")
-        else:
-            shown = "; ".join(beyond[:3]) + (f"; and {len(beyond) - 3} more" if len(beyond) > 3 else "")
-            replaced = sorted(text for text in stood_in if any(b.endswith(": " + text) for b in beyond))
-            instead = (f" (every top-level nn.Module forward was checked in place of `{'`, `'.join(replaced)}`)"
-                       if replaced else "")
-            message = (f"the captured region calls {len(beyond)} call(s) graphlint could not follow ({shown}): "
-                       f"what they run is not checked{instead}")
-        out.append({"path": key[0], "function": key[1], "line": line, "message": message, "reason": reason,
-                    "calls": missing + beyond, "callee_unresolved": bool(missing)})
-    return sorted(out, key=lambda item: (item["path"], item["line"], item["function"]))
-
-
 def _sweep(files: Sequence[Mapping[str, Any]], config: Config) -> dict[tuple[str, str], Placement]:
     """Placements when nothing is discovered (no capture site, no nn.Module forward: loose
     functions or plain classes linted alone): every function per-step, as in the sweep mode."""
     why = "no capture site or nn.Module forward in the linted files: every function is per-step"
     return {key: Placement(CAPTURED, (), why) if placement.region == CAPTURED else placement
             for key, placement in default_placements(files, config.host, config.eager).items()}
-
-
-def _warmed_by_caller(project: Project) -> list[tuple[str, str]]:
-    """Functions that capture a graph and whose caller runs a warm-up before calling them
-    (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
-    capturing: dict[str, list[tuple[str, str]]] = {}
-    for key, f in project.functions.items():
-        if any(site[0] != "compile-decorator" for site in f.get("captures", ())):
-            capturing.setdefault(key[1].rsplit(".", 1)[-1], []).append(key)
-    if not capturing:
-        return []
-    # What each capture function captures, by name (`self._model_forward`): a caller that
-    # runs it first has warmed the step up.
-    captured_names = {key: {last_name(e[1] if type(e) is tuple and e[:1] == ("c",) else e)
-                            for site in project.functions[key]["captures"] for e in site[2]} - {""}
-                      for keys in capturing.values() for key in keys}
-    warmed: set[tuple[str, str]] = set()
-    for key, function in project.functions.items():
-        earlier: list[str] = []
-        owner = (key[0], function["class"]) if function["class"] else None
-        for call in function["calls"]:
-            name = last_name(call[1])
-            candidates = [t for t in capturing.get(name, ()) if t not in warmed and any(
-                "warm" in e.lower() or e in captured_names[t] for e in earlier)]
-            if candidates:
-                callees = {c[1] for c in project.call_targets(project.eval(call[1], (key[0], key[1], owner)))}
-                warmed.update(t for t in candidates if t in callees)
-            earlier.append(name)
-    return sorted(warmed)
 
 
 def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str], names: dict,
