@@ -18,6 +18,7 @@ from pathlib import Path
 import libcst
 
 from graphlint.engine import pool as engine
+from graphlint.analysis import positions as positions_module
 from graphlint.analysis.walk import file as analysis
 
 SECONDS: dict[str, float] = defaultdict(float)
@@ -44,7 +45,7 @@ def instrument() -> None:
     analysis.cst = TimedLibcst()  # only analyze_source's parse goes through this name
     for module, name, label in [
         (analysis, "collect_imports", "imports"), (analysis, "_collect_classes", "class facts (inference)"),
-        (analysis, "enumerate_functions", "functions"), (analysis, "node_positions", "positions"),
+        (analysis, "enumerate_functions", "functions"), (positions_module, "positions", "positions"),
         (analysis, "callgraph_facts", "call-graph facts"), (engine, "finding_texts", "fingerprint texts"),
         (engine.suppressions, "scan", "suppressions"),
     ]:
