@@ -119,8 +119,8 @@ def arm_guards(test: cst.BaseExpression) -> tuple[Guards, Guards]:
     return _NO_GUARDS
 
 
-def _exits(block: cst.BaseSuite) -> bool:
-    """A block that always leaves (its last statement returns, raises or continues)."""
+def exits(block: cst.BaseSuite) -> bool:
+    """Whether a block always leaves its enclosing block (it ends in return, raise or continue)."""
     if type(block) is cst.SimpleStatementSuite:
         smalls = block.body
     else:
@@ -154,7 +154,7 @@ def child_guards(node: cst.CSTNode) -> dict[int, Guards] | None:
         for stmt in node.body:
             if held:
                 found[id(stmt)] = held
-            if type(stmt) is cst.If and stmt.orelse is None and _exits(stmt.body):
+            if type(stmt) is cst.If and stmt.orelse is None and exits(stmt.body):
                 held = held + arm_guards(stmt.test)[1]
             elif type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:

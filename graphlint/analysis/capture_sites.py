@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.arm_guards import exits
 from graphlint.analysis.children import code_children
 from graphlint.analysis.names import ImportMap, dotted
 
@@ -497,16 +498,6 @@ def _cleared(test: cst.BaseExpression, body: cst.CSTNode) -> bool:
     return False
 
 
-def _exits(block: cst.BaseSuite) -> bool:
-    """Whether a block always leaves its enclosing block (it ends in return, raise or continue)."""
-    body = getattr(block, "body", ())
-    last = body[-1] if body else None
-    if isinstance(block, cst.SimpleStatementSuite) or isinstance(last, cst.SimpleStatementLine):
-        smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else last.body
-        return bool(smalls) and isinstance(smalls[-1], (cst.Return, cst.Raise, cst.Continue))
-    return False
-
-
 def rest_zones(statements: Any) -> dict[int, str]:
     """The statements of a block that follow an early exit out of one-time code's other arm
     (`if not meta.is_prefill: return out` ... the prefill rest), by id, with their kind."""
@@ -515,7 +506,7 @@ def rest_zones(statements: Any) -> dict[int, str]:
     for index, stmt in enumerate(statements):
         if kind is not None:
             found[id(stmt)] = kind
-        elif type(stmt) is cst.If and stmt.orelse is None and _exits(stmt.body):
+        elif type(stmt) is cst.If and stmt.orelse is None and exits(stmt.body):
             test_kind, negated = one_time_test(stmt.test, stmt.body)
             if test_kind is not None and negated:
                 kind = test_kind

@@ -14,7 +14,7 @@ named parameters (for a capturing function outside the region, read at its call 
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
 NONE, SET, EITHER = "N", "V", "?"
 # Rounds of the fixed point: a state only rises (unset -> N/V -> either), so this is a bound
@@ -64,6 +64,7 @@ class ArgumentStates:
                  kwargs_sites: Any = None):
         self.functions = functions
         self.kwargs_sites = kwargs_sites or (lambda key: None)
+        self._sites_of: dict[tuple[str, str], Any] = {}  # kwargs_sites, asked once per function
         self._signatures: dict[tuple[str, str], _Signature] = {}
         # callee -> {(caller, index of the call in the caller's calls): bound method call};
         # (None, -1) when it is reached in a way that says nothing of its arguments.
@@ -210,7 +211,9 @@ class ArgumentStates:
         if caller in self.incoming:
             sites = [(record, bound) for _, record, bound in self._records(caller)]
         else:
-            sites = self.kwargs_sites(caller)
+            if caller not in self._sites_of:
+                self._sites_of[caller] = self.kwargs_sites(caller)  # a scan of the project: once
+            sites = self._sites_of[caller]
         if not sites:
             return None
         signature = self.signature(caller)
@@ -231,13 +234,3 @@ def bound_call(func: Any) -> bool:
         receiver = func[1]
         return not (type(receiver) is str and receiver[:1].isupper())
     return True
-
-
-def facts_by_function(files: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
-    """(path, qualname) -> that function's call facts, across the linted files."""
-    found: dict[tuple[str, str], Mapping[str, Any]] = {}
-    for file in files:
-        facts = (file.get("extra") or {}).get("calls") or {}
-        for qualname, data in facts.get("functions", {}).items():
-            found[(file["path"], qualname)] = data
-    return found

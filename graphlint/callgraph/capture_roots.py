@@ -115,15 +115,19 @@ _DYNAMIC_LOADS = ("importlib.import_module", "importlib.util.", "__import__")
 _INLINE_SITES = frozenset({"cuda-graph", "capture-begin"})
 
 
+def _calls_of(project: Project, caller: tuple[str, str], expr: Any) -> list[int]:
+    """Where the caller's calls (the order its argument records follow) call `expr`."""
+    return [index for index, call in enumerate(project.functions[caller]["calls"]) if call[1] == expr]
+
+
 def root_calls(project: Project, arguments: ArgumentStates, roots: Sequence[tuple],
-                site_calls: Mapping[tuple[str, str], list]) -> None:
-    """How the roots are called: a capture's inline call with its arguments; anything else
-    (an entry point, a forward taken as a root, a compiled callable) says nothing."""
+               site_calls: Mapping[tuple[str, str], list]) -> None:
+    """How the capture sites' roots are called: a capture's inline call with its arguments; a
+    compiled callable, whose callers are not seen, says nothing."""
     for root, _ in roots:
         key = root[1]
         for caller, expr, _, _ in site_calls.get(key, [(None, None, None, None)]):
-            indices = [i for i, call in enumerate(project.functions[caller]["calls"]) if call[1] == expr] \
-                if caller is not None else []
+            indices = _calls_of(project, caller, expr) if caller is not None else []
             for index in indices:
                 arguments.add_call(key, caller, index, bound_call(expr))
             if not indices:
@@ -136,12 +140,12 @@ def candidate_calls(project: Project, arguments: ArgumentStates, roots: Sequence
     be what a capture runs, as the callee it could not resolve or in place of a module it calls
     (a model injected at run time): the calls captured inline whose arguments it accepts say
     what it gets; with none, it knows nothing of them."""
+    calls = [(caller, index, bound_call(expr)) for caller, expr in captured
+             for index in _calls_of(project, caller, expr)]
     for root, _ in roots:
-        for caller, expr in captured:
-            for index, call in enumerate(project.functions[caller]["calls"]):
-                if call[1] == expr:
-                    arguments.add_candidate(root[1], caller, index, bound_call(expr))
-        if root[1] not in arguments.candidates:
+        for caller, index, bound in calls:
+            arguments.add_candidate(root[1], caller, index, bound)
+        if not calls:
             arguments.add_call(root[1])
 
 

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph import recorded
-from graphlint.callgraph.argument_states import ArgumentStates, bound_call, facts_by_function
+from graphlint.callgraph.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
                                                compiled_only, incomplete_sites, is_parameter, passed_by_reached,
                                                passing_files, root_calls, site_conditions, warmed_by_caller)
@@ -217,7 +217,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     unresolved: dict[tuple, dict] = {}
     site_calls: dict[tuple[str, str], list] = {}
     # What each captured function's parameters are, None-wise, over the calls that reach it.
-    arguments = ArgumentStates(facts_by_function(files), lambda key: call_records(project, arguments, key))
+    arguments = ArgumentStates(project.function_facts, lambda key: call_records(project, arguments, key))
     site_roots, orchestration, blind, sites = capture_roots(project, unresolved, names, site_calls,
                                                              arguments.functions)
     has_sites = bool(sites)
@@ -235,7 +235,8 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
     root_calls(project, arguments, site_roots, site_calls)
-    root_calls(project, arguments, entries + learned, {})
+    for root, _ in entries + learned:
+        arguments.add_call(root[1])  # an entry point says nothing of what it is passed
     candidate_calls(project, arguments, fallback, site_calls.get(None, ()))
     # --- end region file
     # Nothing discovered: configured entry points say where the step is (only what they reach
@@ -245,7 +246,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     walk = _Walk(project, config, orchestration, graph, unresolved, arguments)
     walk.start(roots)
-    standing_in = _stand_in_roots(project, walk, arguments)
+    standing_in, stood_in = _stand_in_roots(project, walk, arguments)
     if standing_in:
         walk.start(standing_in)
         roots = roots + standing_in
@@ -273,8 +274,6 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
             else:
                 graph.placements[key] = swept.get(key) or _unreached(project, key, config, orchestration)
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
-    stood_in = {callee_text(project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls} \
-        if standing_in else set()
     graph.incomplete = incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
     graph.warmed_up = warmed_by_caller(project)
@@ -309,23 +308,25 @@ def _indexed(expr: Any) -> bool:
 _ANY_MODULE = "a value annotated nn.Module"
 
 
-def _stand_in_roots(project: Project, walk: "_Walk", arguments: ArgumentStates) -> list[tuple]:
+def _stand_in_roots(project: Project, walk: "_Walk", arguments: ArgumentStates) -> tuple[list[tuple], set[str]]:
     """For captured calls of a module graphlint cannot name, made by a runner (not by a layer of
-    a model), every top-level nn.Module forward
-    not reached yet is checked in its place, bound to those calls' arguments as the capture's
-    own callee would be (a model a loader or a registry builds: `self.model.forward(...)`)."""
+    a model), every top-level nn.Module forward not reached yet is checked in its place, bound
+    to those calls' arguments as the capture's own callee would be (a model a loader or a
+    registry builds: `self.model.forward(...)`). The roots, and the calls as text."""
     if not walk.module_calls:
-        return []
-    texts = sorted({callee_text(project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls})
+        return [], set()
+    calls = [(caller, index, project.functions[caller]["calls"][index][1]) for caller, index in walk.module_calls]
+    texts = {callee_text(func) for _, _, func in calls}
+    shown = "`, `".join(sorted(texts)[:3])
     roots = []
     for root, _ in _forward_roots(project):
         if root[1] in walk.region:
             continue
-        for caller, index in walk.module_calls:
-            arguments.add_candidate(root[1], caller, index, bound_call(project.functions[caller]["calls"][index][1]))
+        for caller, index, func in calls:
+            arguments.add_candidate(root[1], caller, index, bound_call(func))
         roots.append((root, f"forward of nn.Module {root[2][1] if root[2] else root[1][1]} "
-                            f"(in place of `{'`, `'.join(texts[:3])}`, a module graphlint cannot name)"))
-    return roots
+                            f"(in place of `{shown}`, a module graphlint cannot name)"))
+    return roots, (texts if roots else set())
 
 
 def _unreached(project: Project, key: tuple[str, str], config: Config, orchestration: Mapping) -> Placement:

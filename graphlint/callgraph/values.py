@@ -61,6 +61,9 @@ class Project(CallResults):
         self.imports: dict[str, dict[str, str]] = {}
         self.globals: dict[str, dict[str, tuple]] = {}
         self.markers: dict[tuple[str, str], str | None] = {}
+        # Each function's call facts as the file gave them (graphlint.callgraph.argument_states
+        # reads what its calls pass).
+        self.function_facts: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.method_names: dict[str, list[str]] = {}
         self.skipped: dict[str, str] = {}  # module -> path of linted files that were not analysed
         self.skipped_hint: dict[str, str] = {}  # name imported through a skipped package -> its path
@@ -97,6 +100,7 @@ class Project(CallResults):
                 for method in data.get("methods", {}):
                     self.method_names.setdefault(method, []).append(f"{qualname}.{method}")
             for qualname, data in facts.get("functions", {}).items():
+                self.function_facts[(path, qualname)] = data
                 self.functions[(path, qualname)] = {
                     "params": [(p, None) if type(p) is str else (p[0], _freeze(p[1])) for p in data.get("params", [])],
                     "class": data.get("class"),
