@@ -134,6 +134,26 @@ def iter_code(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()) -> It
             stack.extend(below)
 
 
+@functools.cache
+def definition_types() -> frozenset[type[cst.CSTNode]]:
+    """Function and class definitions: libcst's node classes are final, so a type test against
+    this set is `isinstance` without its abstract-base-class cost."""
+    return frozenset({cst.FunctionDef, cst.ClassDef})
+
+
+def iter_scope(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """`node` and every non-trivia node below it, in pre-order, leaving out nested function and
+    class definitions and all below them (they are their own scopes)."""
+    definitions = definition_types()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        below = [child for child in code_children(current) if type(child) not in definitions]
+        below.reverse()
+        stack.extend(below)
+
+
 def suite_body(suite: cst.BaseSuite) -> Sequence[cst.CSTNode]:
     """The statements of an indented block (a one-line suite holds no definitions)."""
     return suite.body if isinstance(suite, cst.IndentedBlock) else ()

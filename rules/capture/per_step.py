@@ -31,7 +31,15 @@ _ARITHMETIC = frozenset({"min", "max", "abs", "int", "float", "round", "divmod",
 def per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = False) -> tuple[set[str], bool]:
     """The function's per-step local names, and whether anything per-step (a name or a
     `self.<per-step attribute>`) appears in it at all; `by_name`: from names alone, without
-    the dataflow facts."""
+    the dataflow facts. Computed once per function and `by_name`: several rules ask."""
+    key = ("per_step_names", id(function), by_name)
+    known = ctx.memo.get(key)
+    if known is None:
+        known = ctx.memo[key] = _per_step_names(function, ctx, by_name)
+    return known
+
+
+def _per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool) -> tuple[set[str], bool]:
     names: set[str] = set()
     params = function.params
     for param in list(params.posonly_params) + list(params.params) + list(params.kwonly_params):
@@ -46,13 +54,17 @@ def per_step_names(function: cst.FunctionDef, ctx: Context, by_name: bool = Fals
             names.add(name)  # a caller's loop advances it between calls
     assignments = []
     self_attrs = False
+    assignment_types = (cst.Assign, cst.AugAssign, cst.AnnAssign)
     for node in _walk(function.body):
-        if isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+        kind = type(node)  # libcst's node classes are final: `is` tests, not isinstance
+        if kind in assignment_types:
             assignments.append(node)
-        elif isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+        elif kind is not cst.Attribute:
+            continue
+        elif type(node.value) is cst.Name and node.value.value == "self" \
                 and (_per_step_attr(node.attr.value, ctx, by_name) or node.attr.value in _ANNOTATED_ONLY):
             self_attrs = True
-        elif not by_name and isinstance(node, cst.Attribute) and _advanced_object_attr(node, ctx):
+        elif not by_name and _advanced_object_attr(node, ctx):
             self_attrs = True
     # Local arithmetic on a per-step value is per-step too (`end_pos = start_pos + 1`); two
     # passes let loop-carried assignments settle.

@@ -7,7 +7,7 @@ from typing import Iterator
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.children import code_children
+from graphlint.analysis.children import iter_scope
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context
 from ._calls import method_name
@@ -83,11 +83,7 @@ def with_evidence(message: str, facts: Orchestration) -> str:
 
 def walk(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     """Every node under `node` in source order, not entering nested functions or classes."""
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed([c for c in code_children(current) if not isinstance(c, (cst.FunctionDef, cst.ClassDef))]))
+    return iter_scope(node)
 
 
 def in_stream_context(ctx: Context) -> bool:

@@ -20,6 +20,9 @@ _FILE_NOQA = re.compile(r"#\s*graphlint:\s*noqa\b(?::(?P<codes>[^#]*))?", re.IGN
 _CODE_SHAPE = re.compile(r"[A-Za-z]+[0-9]+[A-Za-z0-9]*")
 _NAME_SHAPE = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 _OWN_CODE = re.compile(r"GL[0-9][A-Z0-9]*", re.IGNORECASE)
+# Every marker holds one of these words: where none appears after a point, no comment after it
+# can suppress anything, and tokenizing (the cost of a scan) stops there.
+_MARKER_WORD = re.compile(r"graphlint|noqa", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -88,9 +91,18 @@ def scan(text: str) -> dict[int, list[Suppression]]:
     found: dict[int, list[Suppression]] = {}
     if "#" not in text:
         return found
+    last = None
+    for last in _MARKER_WORD.finditer(text):
+        pass
+    if last is None:
+        return found  # most files: no marker word anywhere, so nothing to tokenize
+    # The tokenizer numbers lines as readline splits them, at "\n"; a comment never spans lines.
+    last_line = text.count("\n", 0, last.start()) + 1
     lines = split_lines(text)
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.start[0] > last_line:
+                break
             if token.type == tokenize.COMMENT and ("graphlint" in token.string or "noqa" in token.string.lower()):
                 number, column = token.start
                 line = lines[number - 1] if number <= len(lines) else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from graphlint.lazy import cst
 
@@ -114,6 +114,8 @@ class Context:
         # Parameters the function binds again somewhere, and those the walk has seen rebound.
         self.rebindable: frozenset[str] = frozenset()
         self.rebound: set[str] = set()
+        # What one rule derives from the whole function and another reuses (per_step_names).
+        self.memo: dict[Any, Any] = {}
 
     def value(self, node: cst.CSTNode) -> "Value":
         return self.facts.of(node)
