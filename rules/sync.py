@@ -571,11 +571,12 @@ def _scalar_tensors(function: cst.FunctionDef) -> frozenset[str]:
     ranks: dict[str, int] = {}
     # Pre-order is source order; nested definitions and assignments are not entered.
     for node in iter_code(function.body, skip=(cst.FunctionDef, cst.ClassDef, cst.Lambda, cst.Assign)):
-        if isinstance(node, cst.For) and isinstance(node.target, cst.Name):
+        kind = type(node)  # never subclassed: identity, not isinstance
+        if kind is cst.For and isinstance(node.target, cst.Name):
             outer = _rank(node.iter, ranks)
             if outer is not None and outer >= 1:
                 ranks[node.target.value] = outer - 1
-        elif isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+        elif kind is cst.Assign and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             rank = _rank(node.value, ranks)
             name = node.targets[0].target.value
             if rank is None:

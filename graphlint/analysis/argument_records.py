@@ -86,23 +86,27 @@ def resolve_record(record: list, params: set[str], kwargs_param: str | None, sta
     """A record with its ("ref", name) states resolved against the function: a parameter it
     never rebinds is "=name" (its `**` parameter "=**name"), a local bound only to None (or
     only to values never None) is that, anything else unknown."""
-    def resolve(state: Any, depth: int = 0) -> Any:
-        if type(state) is not tuple:
-            return state
-        name = state[1]
-        if name in params or name == kwargs_param:
-            if name in states:
-                return None  # rebound somewhere in the function
-            return f"=**{name}" if name == kwargs_param else f"={name}"
-        bound = states.get(name)
-        if not bound or depth > 4:
-            return None  # a global, a closure's, a builtin: not followed
-        found = {resolve(item, depth + 1) for item in bound}
-        if len(found) != 1:
-            return None
-        only = found.pop()
-        return None if only is None or only.startswith("=**") else only
-    return [[resolve(s) for s in record[0]], {k: resolve(v) for k, v in record[1].items()}]
+    return [[_resolve(s, params, kwargs_param, states) for s in record[0]],
+            {k: _resolve(v, params, kwargs_param, states) for k, v in record[1].items()}]
+
+
+def _resolve(state: Any, params: set[str], kwargs_param: str | None, states: dict[str, list], depth: int = 0) -> Any:
+    # Module-level: a closure that calls itself is a reference cycle, garbage for the collector.
+    if type(state) is not tuple:
+        return state
+    name = state[1]
+    if name in params or name == kwargs_param:
+        if name in states:
+            return None  # rebound somewhere in the function
+        return f"=**{name}" if name == kwargs_param else f"={name}"
+    bound = states.get(name)
+    if not bound or depth > 4:
+        return None  # a global, a closure's, a builtin: not followed
+    found = {_resolve(item, params, kwargs_param, states, depth + 1) for item in bound}
+    if len(found) != 1:
+        return None
+    only = found.pop()
+    return None if only is None or only.startswith("=**") else only
 
 
 def default_states(function: cst.FunctionDef) -> tuple[dict[str, str], list[str]]:

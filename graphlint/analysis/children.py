@@ -99,9 +99,34 @@ def code_children(node: cst.CSTNode) -> list[cst.CSTNode]:
     return _collect(node, names)
 
 
+# Scans of indented blocks, by (id, skip): the body of one function is scanned whole by
+# several rules and by inference, so its nodes are listed once and the list is read again.
+# Each entry holds its block, so no id is reused while the entry stands; forget_scans()
+# drops them when the file's analysis ends.
+_BLOCK_SCANS: dict[tuple[int, tuple[type, ...]], tuple[cst.CSTNode, list[cst.CSTNode]]] = {}
+_MAX_BLOCK_SCANS = 20_000  # a bound for callers that never forget (one file holds far fewer)
+
+
+def forget_scans() -> None:
+    """Drop the listed scans: the trees they list are about to go."""
+    _BLOCK_SCANS.clear()
+
+
 def iter_code(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...] = ()) -> Iterator[cst.CSTNode]:
     """Every non-trivia node below `node` (not `node` itself), in pre-order, the order a
     libcst visitor meets them. Nodes of a `skip` type are yielded but not entered."""
+    if type(node) is not cst.IndentedBlock:
+        return _iter_code(node, skip)
+    key = (id(node), skip)
+    known = _BLOCK_SCANS.get(key)
+    if known is None or known[0] is not node:
+        if len(_BLOCK_SCANS) >= _MAX_BLOCK_SCANS:
+            _BLOCK_SCANS.clear()
+        known = _BLOCK_SCANS[key] = (node, list(_iter_code(node, skip)))
+    return iter(known[1])
+
+
+def _iter_code(node: cst.CSTNode, skip: tuple[type[cst.CSTNode], ...]) -> Iterator[cst.CSTNode]:
     # The hot loop of every whole-function scan: per-type answers are looked up, not recomputed.
     skipped = _SKIPPED.setdefault(skip, {})
     fields = _CODE_FIELDS

@@ -46,12 +46,19 @@ def normalise_identifiers(text: str) -> str:
 
 def dotted(node: cst.BaseExpression) -> str | None:
     """`a.b.c` for a Name/Attribute chain, else None."""
+    # Type identity, not isinstance: libcst's node classes are never subclassed, and isinstance
+    # against them goes through ABCMeta (this runs on nearly every expression of a file).
+    kind = type(node)
+    if kind is cst.Name:
+        return node.value  # type: ignore[attr-defined]
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if isinstance(node, cst.Name):
-        parts.append(node.value)
+    attribute = cst.Attribute
+    while kind is attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+        kind = type(node)
+    if kind is cst.Name:
+        parts.append(node.value)  # type: ignore[attr-defined]
         return ".".join(reversed(parts))
     return None
 
@@ -114,22 +121,23 @@ def collect_imports(module: cst.Module) -> ImportMap:
     stack: list[cst.CSTNode] = [module]
     while stack:
         node = stack.pop()
-        if isinstance(node, (cst.Import, cst.ImportFrom)):
+        kind = type(node)  # libcst's node classes are never subclassed: no isinstance
+        if kind in (cst.Import, cst.ImportFrom):
             imports.add(node)
             continue
-        if isinstance(node, (cst.Module, cst.IndentedBlock)):
+        if kind in (cst.Module, cst.IndentedBlock):
             stack.extend(node.body)
-        elif isinstance(node, cst.SimpleStatementLine):
+        elif kind is cst.SimpleStatementLine:
             stack.extend(node.body)
-        elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.With, cst.For, cst.While)):
+        elif kind in (cst.FunctionDef, cst.ClassDef, cst.With, cst.For, cst.While):
             stack.append(node.body)
-        elif isinstance(node, cst.If):
+        elif kind is cst.If:
             stack.append(node.body)
             if node.orelse is not None:
                 stack.append(node.orelse)
-        elif isinstance(node, cst.Else):
+        elif kind is cst.Else:
             stack.append(node.body)
-        elif isinstance(node, cst.Try):
+        elif kind is cst.Try:
             stack.append(node.body)
             stack.extend(h.body for h in node.handlers)
             if node.orelse is not None:

@@ -263,8 +263,9 @@ def _on_self(call: cst.Call) -> bool:
 
 def _calls_in(node: cst.CSTNode) -> Iterable[cst.Call]:
     """The calls in `node` (itself included), not inside lambdas (they run at another time)."""
-    if isinstance(node, cst.Call):
+    call = cst.Call  # libcst's node classes are never subclassed: identity, not isinstance
+    if type(node) is call:
         yield node
     for current in iter_code(node, skip=(cst.Lambda,)):
-        if isinstance(current, cst.Call):
+        if type(current) is call:
             yield current

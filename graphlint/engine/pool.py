@@ -231,7 +231,14 @@ def _worker_main(conn: Connection, max_size: int, memory: int = DEFAULT_WORKER_M
         if task is None:
             return
         index, rel, full, force, *rest = task  # rest: the facts of an interprocedural round
-        value = guarded_analysis((rel, full, force, max_size), rest[0] if rest else None)
+        # No cyclic collection while a file is analysed: its tree (most of what it allocates) is
+        # alive until the end and freed by reference counting then, so the collections only
+        # rescanned it. Garbage in cycles, if any, goes at the first collection after the file.
+        gc.disable()
+        try:
+            value = guarded_analysis((rel, full, force, max_size), rest[0] if rest else None)
+        finally:
+            gc.enable()
         try:
             conn.send((index, value))
         except (EOFError, OSError):

@@ -25,11 +25,11 @@ def source_text(node: cst.CSTNode) -> str:
 
 def method_name(call: cst.Call) -> str | None:
     """`x.item()` -> "item"; None for plain function calls."""
-    return call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    return call.func.attr.value if type(call.func) is cst.Attribute else None  # never subclassed
 
 
 def receiver(call: cst.Call) -> cst.BaseExpression | None:
-    return call.func.value if isinstance(call.func, cst.Attribute) else None
+    return call.func.value if type(call.func) is cst.Attribute else None
 
 
 def is_device(ctx: Context, node: cst.CSTNode | None) -> bool:

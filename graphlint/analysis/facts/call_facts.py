@@ -66,34 +66,35 @@ def _add_attr(info: dict[str, Any], attr: str, method: str | None, value: Any) -
 def _classes(module: cst.Module) -> dict[str, dict[str, Any]]:
     """Every class (nested ones too) by qualified name: bases, method names, class-level attributes."""
     found: dict[str, dict[str, Any]] = {}
-
-    def walk(body: Sequence[cst.CSTNode], prefix: str) -> None:
-        for stmt in body:
-            if isinstance(stmt, cst.ClassDef):
-                qualname = prefix + stmt.name.value
-                info: dict[str, Any] = {"bases": [encode(b) for b in class_bases(stmt)],
-                                        "methods": [], "attrs": {}}
-                for item in suite_body(stmt.body):
-                    if isinstance(item, cst.FunctionDef):
-                        info["methods"].append(item.name.value)
-                    elif isinstance(item, cst.SimpleStatementLine):
-                        for small in item.body:
-                            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                                _add_attr(info, small.target.value, None, ["ann", annotation(small.annotation.annotation)])
-                            elif isinstance(small, cst.Assign):
-                                for target in small.targets:
-                                    if isinstance(target.target, cst.Name):
-                                        _add_attr(info, target.target.value, None, encode(small.value))
-                found[qualname] = info
-                walk(suite_body(stmt.body), qualname + ".")
-            elif isinstance(stmt, cst.FunctionDef):
-                walk(suite_body(stmt.body), prefix + stmt.name.value + ".")
-            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                for child in compound_bodies(stmt):
-                    walk(child, prefix)
-
-    walk(module.body, "")
+    _collect_classes(module.body, "", found)
     return found
+
+
+def _collect_classes(body: Sequence[cst.CSTNode], prefix: str, found: dict[str, dict[str, Any]]) -> None:
+    # Not a closure that calls itself: its cell would keep the tree in a reference cycle.
+    for stmt in body:
+        if isinstance(stmt, cst.ClassDef):
+            qualname = prefix + stmt.name.value
+            info: dict[str, Any] = {"bases": [encode(b) for b in class_bases(stmt)],
+                                    "methods": [], "attrs": {}}
+            for item in suite_body(stmt.body):
+                if isinstance(item, cst.FunctionDef):
+                    info["methods"].append(item.name.value)
+                elif isinstance(item, cst.SimpleStatementLine):
+                    for small in item.body:
+                        if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                            _add_attr(info, small.target.value, None, ["ann", annotation(small.annotation.annotation)])
+                        elif isinstance(small, cst.Assign):
+                            for target in small.targets:
+                                if isinstance(target.target, cst.Name):
+                                    _add_attr(info, target.target.value, None, encode(small.value))
+            found[qualname] = info
+            _collect_classes(suite_body(stmt.body), qualname + ".", found)
+        elif isinstance(stmt, cst.FunctionDef):
+            _collect_classes(suite_body(stmt.body), prefix + stmt.name.value + ".", found)
+        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            for child in compound_bodies(stmt):
+                _collect_classes(child, prefix, found)
 
 
 def _module_globals(module: cst.Module) -> dict[str, list]:

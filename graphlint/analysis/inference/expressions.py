@@ -31,44 +31,47 @@ class ExpressionValues:
         return value
 
     def _expr(self, node: cst.BaseExpression) -> Value:  # noqa: C901 - one dispatch table
-        if isinstance(node, cst.Name):
+        # Type identity, not isinstance: libcst's node classes are never subclassed, and
+        # isinstance against them goes through ABCMeta; this runs on every expression.
+        kind = type(node)
+        if kind is cst.Name:
             return self._name(node)
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)):
+        if kind in (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString):
             return V_HOST
-        if isinstance(node, cst.FormattedString):
+        if kind is cst.FormattedString:
             for part in node.parts:
                 if isinstance(part, cst.FormattedStringExpression):
                     self._sink_expr(part.expression)
             return V_HOST
-        if isinstance(node, cst.ConcatenatedString):
+        if kind is cst.ConcatenatedString:
             self._children(node)
             return V_HOST
-        if isinstance(node, cst.Attribute):
+        if kind is cst.Attribute:
             return self._attribute(node)
-        if isinstance(node, cst.Call):
+        if kind is cst.Call:
             return self._call(node)
-        if isinstance(node, cst.Subscript):
+        if kind is cst.Subscript:
             return self._subscript(node)
-        if isinstance(node, cst.BinaryOperation):
+        if kind is cst.BinaryOperation:
             left = self.expr(node.left)
             right = self.expr(node.right)
             result = binop(left, right)
             if isinstance(node.operator, (cst.BitAnd, cst.BitOr, cst.BitXor)) and left.is_bool and right.is_bool:
                 result = Value(result.kind, True)
             return result
-        if isinstance(node, cst.UnaryOperation):
+        if kind is cst.UnaryOperation:
             inner = self.expr(node.expression)
             if isinstance(node.operator, cst.Not):
                 return V_HOST
             return inner
-        if isinstance(node, cst.BooleanOperation):
+        if kind is cst.BooleanOperation:
             return join(self.expr(node.left), self.expr(node.right))
-        if isinstance(node, cst.Comparison):
+        if kind is cst.Comparison:
             return self._comparison(node)
-        if isinstance(node, cst.IfExp):
+        if kind is cst.IfExp:
             self._sink_expr(node.test)
             return join(self.expr(node.body), self.expr(node.orelse))
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
+        if kind in (cst.Tuple, cst.List, cst.Set):
             values = [self.expr(e.value) for e in node.elements]
             # An empty literal is usually a list that tensors get appended to: unknown.
             if values and all(v.kind in (HOST, NONE) for v in values):
@@ -78,7 +81,7 @@ class ExpressionValues:
             if values and all(v.kind == HOST_TENSOR for v in values):
                 return V_HOST_TENSOR
             return V_UNKNOWN
-        if isinstance(node, cst.Dict):
+        if kind is cst.Dict:
             for element in node.elements:
                 if isinstance(element, cst.DictElement):
                     self.expr(element.key)
@@ -86,23 +89,23 @@ class ExpressionValues:
                 else:
                     self.expr(element.value)
             return V_UNKNOWN
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if kind in (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp):
             return self._comprehension(node)
-        if isinstance(node, cst.Lambda):
+        if kind is cst.Lambda:
             saved = dict(self.env)
             for param in node.params.params:
                 self.env[param.name.value] = V_UNKNOWN
             self.expr(node.body)
             self.env = saved
             return V_UNKNOWN
-        if isinstance(node, cst.NamedExpr):
+        if kind is cst.NamedExpr:
             value = self.expr(node.value)
             self.bind_target(node.target, value)
             return value
-        if isinstance(node, cst.Await):
+        if kind is cst.Await:
             self.expr(node.expression)
             return V_UNKNOWN
-        if isinstance(node, cst.Ellipsis):
+        if kind is cst.Ellipsis:
             return V_HOST
         self._children(node)
         return V_UNKNOWN

@@ -22,7 +22,8 @@ from graphlint.analysis.facts.call_facts import callgraph_facts
 from graphlint.analysis.facts.encoding import encode, is_library_method
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
-from graphlint.analysis.children import trivia_types, children, code_children, compound_bodies, suite_body
+from graphlint.analysis.children import (trivia_types, children, code_children, compound_bodies, forget_scans,
+                                        suite_body)
 from graphlint.analysis.inference.class_facts import collect_class
 from graphlint.analysis.inference.facts import ExternalFacts, ModuleFacts
 from graphlint.analysis.inference.function_walk import Inference
@@ -112,25 +113,27 @@ def _def_marker(node: cst.FunctionDef) -> str | None:
 def enumerate_functions(module: cst.Module) -> list[FunctionInfo]:
     """Every def in the file with its dotted qualified name (`Class.method`, `outer.inner`)."""
     found: list[FunctionInfo] = []
-
-    def walk(body: Sequence[cst.CSTNode], prefix: str, class_name: str | None) -> None:
-        for stmt in body:
-            if isinstance(stmt, cst.FunctionDef):
-                qualname = f"{prefix}{stmt.name.value}"
-                found.append(FunctionInfo(qualname, 0, _def_marker(stmt), class_name, stmt))
-                walk(suite_body(stmt.body), qualname + ".", None)
-            elif isinstance(stmt, cst.ClassDef):
-                walk(suite_body(stmt.body), f"{prefix}{stmt.name.value}.", stmt.name.value)
-            elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
-                # Functions defined under `if TYPE_CHECKING:` / try-import blocks.
-                for child in compound_bodies(stmt):
-                    walk(child, prefix, class_name)
-            elif isinstance(stmt, (cst.For, cst.While)):
-                # A callback defined inside the loop that drives it (gpt-fast's generate loop).
-                walk(suite_body(stmt.body), prefix, class_name)
-
-    walk(module.body, "", None)
+    _enumerate(module.body, "", None, found)
     return found
+
+
+def _enumerate(body: Sequence[cst.CSTNode], prefix: str, class_name: str | None, found: list[FunctionInfo]) -> None:
+    # A module-level function, not a closure that calls itself: that closure's cell would hold
+    # it in a reference cycle with `found`, and so every function's tree, until a collection.
+    for stmt in body:
+        if isinstance(stmt, cst.FunctionDef):
+            qualname = f"{prefix}{stmt.name.value}"
+            found.append(FunctionInfo(qualname, 0, _def_marker(stmt), class_name, stmt))
+            _enumerate(suite_body(stmt.body), qualname + ".", None, found)
+        elif isinstance(stmt, cst.ClassDef):
+            _enumerate(suite_body(stmt.body), f"{prefix}{stmt.name.value}.", stmt.name.value, found)
+        elif isinstance(stmt, (cst.If, cst.Try, cst.With)):
+            # Functions defined under `if TYPE_CHECKING:` / try-import blocks.
+            for child in compound_bodies(stmt):
+                _enumerate(child, prefix, class_name, found)
+        elif isinstance(stmt, (cst.For, cst.While)):
+            # A callback defined inside the loop that drives it (gpt-fast's generate loop).
+            _enumerate(suite_body(stmt.body), prefix, class_name, found)
 
 
 def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
@@ -320,6 +323,8 @@ def analyze_source(path: str, text: str, rules: Sequence[type[Rule]], force: boo
         # analyse on a large stack); what CPython compiles usually fits.
         return FileAnalysis(path, limit=limit_record(f"nested too deeply to analyse (more than "
                                                      f"{sys.getrecursionlimit()} levels of recursion)"))
+    finally:
+        forget_scans()  # the listed scans hold this file's tree
 
 
 def too_large(size: int, max_size: int) -> str:
