@@ -47,6 +47,9 @@ class CallResults:
     modules: dict
     _sites: Any
     _passing: set
+    _passed: dict
+    _run_keys: dict
+    _class_keys: dict
 
     def passed_arguments(self, path: str, qualname: str, index: int, param: str,
                          by_caller: dict | None = None) -> set:
@@ -56,6 +59,17 @@ class CallResults:
         `by_caller` (if given) receives what each calling function passes."""
         if param.startswith("*"):
             return set()
+        if by_caller is not None or self._passing:
+            return self._passed_arguments(path, qualname, index, param, by_caller)
+        # Outside a recursion through call sites, the answer is the same for every scope the
+        # function is evaluated in: computed once.
+        key = (path, qualname, index, param)
+        known = self._passed.get(key)
+        if known is None:
+            known = self._passed[key] = frozenset(self._passed_arguments(path, qualname, index, param, None))
+        return set(known)
+
+    def _passed_arguments(self, path: str, qualname: str, index: int, param: str, by_caller: dict | None) -> set:
         function = self.functions.get((path, qualname))
         if function is None:
             return set()
@@ -64,16 +78,16 @@ class CallResults:
             cls = (path, qualname[: -len(".__init__")])
             if cls not in self.classes:
                 return set()
-            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in {v[1] for v in values if v[0] == CLS}
+            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in self._classes_of(values)
         else:
             key = (path, qualname)
             short = qualname.rsplit(".", 1)[-1]
-            matches = lambda values: key in {t[1] for t in self.call_targets(values)}  # noqa: E731
+            matches = lambda values: key in self._functions_run(values)  # noqa: E731
         position = index - 1 if method else index  # a method's `self` is not passed
         out: set = set()
         matched = 0
         for call, scope in self._call_sites().get(short, ()):
-            if (call, scope[:2]) in self._passing or not matches(self.eval(call[1], scope)):
+            if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
                 continue
             matched += 1
             if matched > _MAX_CALL_SITES and by_caller is None:
@@ -94,6 +108,21 @@ class CallResults:
             finally:
                 self._passing.discard((call, scope[:2]))
         return out if matched <= _MAX_CALL_SITES else set()
+
+    def _functions_run(self, values: frozenset) -> frozenset:
+        """The keys of the functions calling these values runs (a call site is matched against
+        every function of its name: asked for the same values many times)."""
+        known = self._run_keys.get(values)
+        if known is None:
+            known = self._run_keys[values] = frozenset(t[1] for t in self.call_targets(values))
+        return known
+
+    def _classes_of(self, values: frozenset) -> frozenset:
+        """The classes among these values."""
+        known = self._class_keys.get(values)
+        if known is None:
+            known = self._class_keys[values] = frozenset(v[1] for v in values if v[0] == CLS)
+        return known
 
     def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
         """Every call with arguments recorded, with the scope it is made in, by its callee's last

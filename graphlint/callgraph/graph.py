@@ -527,8 +527,8 @@ def _candidates(project: Project, func_expr: Any) -> list[tuple]:
     found: list[tuple] = []
     for qualified in owners:
         owner, _, _ = qualified.rpartition(".")
-        for cls in project.classes:
-            if cls[1] == owner and method in project.classes[cls]["methods"]:
+        for cls in project.classes_named(owner):
+            if method in project.classes[cls]["methods"]:
                 key = (cls[0], qualified)
                 if key in project.functions:
                     decorators = project.functions[key]["decorators"]

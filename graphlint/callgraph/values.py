@@ -124,6 +124,14 @@ class Project(CallResults):
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
         self._passing: set[tuple] = set()
+        # What a parameter's call sites pass, by (path, qualname, index, param), and the
+        # functions a set of values runs when called: asked again for every scope (self class)
+        # a function is evaluated in, the same each time.
+        self._passed: dict[tuple, frozenset] = {}
+        self._targets: dict[frozenset, tuple] = {}
+        self._run_keys: dict[frozenset, frozenset] = {}  # calls._functions_run
+        self._class_keys: dict[frozenset, frozenset] = {}  # calls._classes_of
+        self._classes_named: dict[str, list[tuple[str, str]]] | None = None
         # Names imported from project modules outside the lint (`Cache`), as opposed to
         # values derived from them (`w.wo_a`, `get_interface()`).
         self.pext_roots: set[str] = set()
@@ -471,8 +479,22 @@ class Project(CallResults):
             out |= self.eval(expr, (key[0], key[1], self_class))
         return out
 
+    def classes_named(self, qualname: str) -> list[tuple[str, str]]:
+        """The linted classes with this qualified name, in any file (indexed on first use)."""
+        if self._classes_named is None:
+            self._classes_named = {}
+            for cls in self.classes:
+                self._classes_named.setdefault(cls[1], []).append(cls)
+        return self._classes_named.get(qualname, [])
+
     def call_targets(self, values: frozenset) -> list[tuple]:
         """The functions a call of these values runs: FN values with their `self` class."""
+        known = self._targets.get(values)
+        if known is None:
+            known = self._targets[values] = tuple(self._call_targets(values))
+        return list(known)  # a new list: callers extend it
+
+    def _call_targets(self, values: frozenset) -> list[tuple]:
         targets: list[tuple] = []
         for value in values:
             tag = value[0]
