@@ -37,11 +37,29 @@ if CodegenState is not None:
             super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
             self.line = 1
             self.column = 0
+            self.counted = 0  # tokens already folded into line and column
             # Keyed by id(): CSTNode.__hash__ is a Python function, and this asks for every node.
             self.wanted = {id(node) for node in wanted}
             self.pending = len(self.wanted)
             self.starts: dict[int, CodePosition] = {}
             self.found: dict[int, CodeRange] = {}
+
+        def here(self) -> CodePosition:
+            """The position after the tokens generated so far. Tokens are folded in only when a
+            wanted node asks, not one call per token (most of the file is no wanted node)."""
+            tokens = self.tokens
+            if self.counted < len(tokens):
+                chunk = "".join(tokens[self.counted:])
+                if "\r" in chunk:  # token by token: "\r" + "\n" across two tokens is two breaks
+                    for token in tokens[self.counted:]:
+                        self._advance(token)
+                elif "\n" in chunk:
+                    self.line += chunk.count("\n")
+                    self.column = len(chunk) - chunk.rfind("\n") - 1
+                else:
+                    self.column += len(chunk)
+                self.counted = len(tokens)
+            return CodePosition(self.line, self.column)
 
         def _advance(self, value: str) -> None:
             if "\n" in value or "\r" in value:
@@ -51,18 +69,9 @@ if CodegenState is not None:
             else:
                 self.column += len(value)
 
-        def add_indent_tokens(self) -> None:
-            self.tokens.extend(self.indent_tokens)
-            for token in self.indent_tokens:
-                self._advance(token)
-
-        def add_token(self, value: str) -> None:
-            self.tokens.append(value)
-            self._advance(value)
-
         def before_codegen(self, node: cst.CSTNode) -> None:
             if id(node) in self.wanted:
-                self.starts[id(node)] = CodePosition(self.line, self.column)
+                self.starts[id(node)] = self.here()
 
         def after_codegen(self, node: cst.CSTNode) -> None:
             key = id(node)
@@ -70,7 +79,7 @@ if CodegenState is not None:
                 return
             start = self.starts.pop(key)
             if key not in self.found:  # a node without a syntactic range keeps its full one
-                self.found[key] = CodeRange(start, CodePosition(self.line, self.column))
+                self.found[key] = CodeRange(start, self.here())
             self.pending -= 1
             if self.pending <= 0:
                 raise _Done
@@ -92,9 +101,9 @@ if CodegenState is not None:
         @contextmanager
         def _record(self, node: cst.CSTNode, start_node: cst.CSTNode | None,
                     end_node: cst.CSTNode | None) -> Iterator[None]:
-            start = CodePosition(self.line, self.column)
+            start = self.here()
             yield
-            end = CodePosition(self.line, self.column)
+            end = self.here()
             if start_node is not None:
                 start = self.found[id(start_node)].start
             if end_node is not None:

@@ -12,8 +12,9 @@ import ast
 import re
 import sys
 from collections import deque
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from graphlint.lazy import cst
 
@@ -362,6 +363,28 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     return result
 
 
+@contextmanager
+def _unvalidated() -> Iterator[None]:
+    """libcst nodes built without their `_validate` checks (an eighth of the parse): what the
+    parser builds from source it accepted is valid by construction. libcst's own comment on
+    `CSTNode.__post_init__` suggests the same for parsing. Where a libcst release moves the
+    check elsewhere, nothing is changed."""
+    base = cst.CSTNode
+    check = base.__dict__.get("__post_init__")
+    if check is None:
+        yield
+        return
+    base.__post_init__ = _no_check  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        base.__post_init__ = check  # type: ignore[method-assign]
+
+
+def _no_check(self: Any) -> None:
+    return None
+
+
 def _parse(result: FileAnalysis, path: str, text: str, force: bool, max_size: int) -> cst.Module | None:
     """The file's tree, or None when it is not parsed; `result` then says why (skipped, a
     parse error, a limit) and, for a skipped file, the names it calls."""
@@ -391,7 +414,8 @@ def _parse(result: FileAnalysis, path: str, text: str, force: bool, max_size: in
         result.limit = limit_record(*refused)
         return None
     try:
-        return cst.parse_module(text)
+        with _unvalidated():
+            return cst.parse_module(text)
     except (cst.ParserSyntaxError, ValueError) as error:
         if quiet:
             # A file that never mentions torch is not graphlint's to judge: it stays unparsed.
