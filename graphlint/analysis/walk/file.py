@@ -169,6 +169,9 @@ class _Dispatch:
         # Per node type: (definition, statement, loop, handlers), so the walk asks once per
         # type rather than once per node (isinstance on libcst's abstract bases is slow).
         self.kinds: dict[type, tuple[bool, bool, bool, list[Any] | None]] = {}
+        # Leaves no rule visits (a third of the nodes): nothing happens at them, so the walk
+        # does not call itself for them.
+        self.silent = frozenset(t for t in (getattr(cst, name) for name in _LEAVES) if t.__name__ not in self.table)
 
     def kind_of(self, node: cst.CSTNode) -> tuple[bool, bool, bool, list[Any] | None]:
         kind = (isinstance(node, (cst.FunctionDef, cst.ClassDef)),
@@ -207,7 +210,10 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
         _walk(node.body, ctx, dispatch)
     elif zones or guards:
         saved_zone, saved_guards = ctx.zone, ctx.guards
+        silent, sites = dispatch.silent, ctx.site_guards
         for child in dispatch.children(node):
+            if type(child) in silent and (sites is None or id(child) not in sites):
+                continue  # a leaf no rule visits
             if zones:
                 ctx.zone = zones.get(id(child), saved_zone)
             if guards:
@@ -215,7 +221,11 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
             _walk(child, ctx, dispatch)
         ctx.zone, ctx.guards = saved_zone, saved_guards
     else:
+        silent, sites = dispatch.silent, ctx.site_guards
         for child in dispatch.children(node):
+            # A capture site may be a bare name (`with graph_context:`): its guards are recorded.
+            if type(child) in silent and (sites is None or id(child) not in sites):
+                continue
             _walk(child, ctx, dispatch)
     ctx.parents.pop()
     if is_loop:
@@ -236,6 +246,9 @@ def _tokenizer_position(text: str) -> dict[str, int]:
     return {}
 
 
+# Node types with no code below them and no part in the walk's own bookkeeping (not a
+# statement, loop, definition or binding): only a rule's handler could make them matter.
+_LEAVES = ("Name", "Integer", "Float", "Imaginary", "SimpleString")
 _ZONED = frozenset({"If", "With", "IndentedBlock"})  # libcst node types, by name: libcst loads lazily
 _GUARDED = frozenset({"If", "IfExp", "BooleanOperation", "IndentedBlock"})  # where a None test guards a child
 _BINDING = frozenset({"Assign", "AnnAssign", "AugAssign", "For", "NamedExpr", "WithItem", "ExceptHandler"})
