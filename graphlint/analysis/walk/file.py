@@ -210,10 +210,7 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
         _walk(node.body, ctx, dispatch)
     elif zones or guards:
         saved_zone, saved_guards = ctx.zone, ctx.guards
-        silent, sites = dispatch.silent, ctx.site_guards
-        for child in dispatch.children(node):
-            if type(child) in silent and (sites is None or id(child) not in sites):
-                continue  # a leaf no rule visits
+        for child in _walked_children(node, ctx, dispatch):
             if zones:
                 ctx.zone = zones.get(id(child), saved_zone)
             if guards:
@@ -221,16 +218,20 @@ def _walk(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch, top: bool = Fals
             _walk(child, ctx, dispatch)
         ctx.zone, ctx.guards = saved_zone, saved_guards
     else:
-        silent, sites = dispatch.silent, ctx.site_guards
-        for child in dispatch.children(node):
-            # A capture site may be a bare name (`with graph_context:`): its guards are recorded.
-            if type(child) in silent and (sites is None or id(child) not in sites):
-                continue
+        for child in _walked_children(node, ctx, dispatch):
             _walk(child, ctx, dispatch)
     ctx.parents.pop()
     if is_loop:
         ctx.loop_depth -= 1
     ctx.statement = saved_statement
+
+
+def _walked_children(node: cst.CSTNode, ctx: Context, dispatch: _Dispatch) -> list[cst.CSTNode]:
+    """The children the walk enters: all but the leaves no rule visits. A capture site may be a
+    bare name (`with graph_context:`), and its guards are recorded, so it is kept."""
+    silent, sites = dispatch.silent, ctx.site_guards
+    return [child for child in dispatch.children(node)
+            if type(child) not in silent or (sites is not None and id(child) in sites)]
 
 
 def _tokenizer_position(text: str) -> dict[str, int]:
