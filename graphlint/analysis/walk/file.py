@@ -151,34 +151,63 @@ def _collect_classes(module: cst.Module, facts: ModuleFacts) -> None:
         facts.classes[name].is_module = facts.class_is_module(name)
 
 
-class _Dispatch:
-    """Node type name -> the bound visit methods of every rule that has one."""
+class _Plan:
+    """What a dispatch table needs from the rule classes alone, found once per process for a
+    set of rules (dir() over every rule class and the node-type tests cost a millisecond or
+    two per file): the visit methods' names per node type, the child function and the leaves
+    no rule visits."""
 
     def __init__(self, rules: Sequence[type[Rule]]):
-        self.rules = [rule() for rule in rules]
-        self.table: dict[str, list[Any]] = {}
-        for rule in self.rules:
+        self.methods: dict[str, list[tuple[int, str]]] = {}  # node type -> (rule index, method name)
+        for index, rule in enumerate(rules):
             for attr in dir(rule):
                 if attr.startswith("visit_"):
-                    self.table.setdefault(attr[len("visit_"):], []).append(getattr(rule, attr))
+                    self.methods.setdefault(attr[len("visit_"):], []).append((index, attr))
         # Layout nodes (whitespace, commas, brackets) hold nothing a rule reads, so the walk
         # skips them, unless a rule visits one of their types.
-        visited = [getattr(cst, name, None) for name in self.table]
+        visited = [getattr(cst, name, None) for name in self.methods]
         trivia_visited = any(isinstance(t, type) and issubclass(t, trivia_types()) for t in visited)
         self.children = children if trivia_visited else code_children
-        # Per node type: (definition, statement, loop, handlers), so the walk asks once per
-        # type rather than once per node (isinstance on libcst's abstract bases is slow).
-        self.kinds: dict[type, tuple[bool, bool, bool, list[Any] | None]] = {}
         # Leaves no rule visits (a third of the nodes): nothing happens at them, so the walk
         # does not call itself for them.
-        self.silent = frozenset(t for t in (getattr(cst, name) for name in _LEAVES) if t.__name__ not in self.table)
+        self.silent = frozenset(t for t in (getattr(cst, name) for name in _LEAVES) if t.__name__ not in self.methods)
+        # Per node type: (definition, statement, loop); isinstance on libcst's abstract bases is slow.
+        self.shapes: dict[type, tuple[bool, bool, bool]] = {}
+
+    def shape_of(self, node_type: type) -> tuple[bool, bool, bool]:
+        shape = self.shapes.get(node_type)
+        if shape is None:
+            shape = self.shapes[node_type] = (issubclass(node_type, (cst.FunctionDef, cst.ClassDef)),
+                                              issubclass(node_type, (cst.SimpleStatementLine, cst.BaseCompoundStatement)),
+                                              issubclass(node_type, (cst.For, cst.While)))
+        return shape
+
+
+_PLANS: dict[tuple[type[Rule], ...], _Plan] = {}
+
+
+class _Dispatch:
+    """Node type name -> the bound visit methods of every rule that has one. The rules are new
+    for each file (they keep state while they walk it); the plan is shared."""
+
+    def __init__(self, rules: Sequence[type[Rule]]):
+        key = tuple(rules)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _PLANS[key] = _Plan(rules)
+        self.plan = plan
+        self.rules = [rule() for rule in rules]
+        self.table: dict[str, list[Any]] = {name: [getattr(self.rules[index], attr) for index, attr in methods]
+                                            for name, methods in plan.methods.items()}
+        self.children = plan.children
+        self.silent = plan.silent
+        # Per node type: (definition, statement, loop, handlers), so the walk asks once per type.
+        self.kinds: dict[type, tuple[bool, bool, bool, list[Any] | None]] = {}
 
     def kind_of(self, node: cst.CSTNode) -> tuple[bool, bool, bool, list[Any] | None]:
-        kind = (isinstance(node, (cst.FunctionDef, cst.ClassDef)),
-                isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)),
-                isinstance(node, (cst.For, cst.While)),
-                self.table.get(type(node).__name__))
-        self.kinds[type(node)] = kind
+        node_type = type(node)
+        kind = (*self.plan.shape_of(node_type), self.table.get(node_type.__name__))
+        self.kinds[node_type] = kind
         return kind
 
 
