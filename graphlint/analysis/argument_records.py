@@ -2,13 +2,14 @@
 the caller's own parameter passed on (graphlint.callgraph.argument_states joins the records of
 the calls that reach a captured function).
 
-States: NONE ("N"), SET ("V": a literal, an arithmetic result, a container, a tensor method's
-result), "=name" (the caller's parameter `name`, passed on; "=**name" its `**` parameter), None
-(unknown). Nothing is resolved here: a plain name is looked up among the function's own
+States: NONE ("N"), SET ("V": an arithmetic result, a container, a tensor method's result), a
+literal ("L" + its repr: `True`, `-1`, `'decode'`; never None either), "=name" (the caller's
+parameter `name`, passed on; "=**name" its `**` parameter), None (unknown). Nothing is resolved here: a plain name is looked up among the function's own
 parameters and local bindings only.
 """
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from graphlint.lazy import cst
@@ -17,6 +18,7 @@ from graphlint.analysis import catalog
 
 NONE = "N"
 SET = "V"
+LITERAL = "L"  # + repr of the value: "LTrue", "L-1", "L'decode'"
 
 # Node types, by name, whose value is never None: literals, containers, arithmetic and
 # comparisons (a tensor expression is a tensor), lambdas.
@@ -27,16 +29,47 @@ _NEVER_NONE = frozenset({"Integer", "Float", "Imaginary", "SimpleString", "Conca
 _VALUE_METHODS = catalog.names("call_facts", "library_methods")
 
 
+def is_literal(state: Any) -> bool:
+    return type(state) is str and state.startswith(LITERAL)
+
+
+def never_none(state: Any) -> bool:
+    """SET or a literal: a value that is certainly not None."""
+    return state == SET or is_literal(state)
+
+
+def literal_value(state: str) -> Any:
+    return ast.literal_eval(state[len(LITERAL):])
+
+
+def _literal(node: cst.BaseExpression) -> str | None:
+    """The state of a bool, int or string literal (`-1` included); None for anything else."""
+    kind = type(node)
+    if kind is cst.Name and node.value in ("True", "False"):
+        return LITERAL + node.value
+    if kind is cst.UnaryOperation and type(node.operator) is cst.Minus and type(node.expression) is cst.Integer:
+        inner = _literal(node.expression)
+        return LITERAL + repr(-literal_value(inner)) if inner is not None else None
+    if kind is cst.Integer or kind is cst.SimpleString:
+        try:
+            value = ast.literal_eval(node.value)
+        except (ValueError, SyntaxError):
+            return None
+        return LITERAL + repr(value) if type(value) in (int, str) else None
+    return None
+
+
 def value_state(node: cst.BaseExpression | None) -> Any:
-    """NONE, SET, ("ref", name) for a plain name (the caller resolves it), or None."""
+    """NONE, SET, a literal, ("ref", name) for a plain name (the caller resolves it), or None."""
     if node is None:
         return None
+    literal = _literal(node)
+    if literal is not None:
+        return literal
     kind = type(node)
     if kind is cst.Name:
         if node.value == "None":
             return NONE
-        if node.value in ("True", "False"):
-            return SET
         return ("ref", node.value)
     if kind.__name__ in _NEVER_NONE:
         return SET
@@ -110,15 +143,15 @@ def _resolve(state: Any, params: set[str], kwargs_param: str | None, states: dic
 
 
 def default_states(function: cst.FunctionDef) -> tuple[dict[str, str], list[str]]:
-    """The parameters whose default is None (NONE) or a value never None (SET), and those with
-    a default of any other kind."""
+    """The parameters whose default is None (NONE), a literal or a value never None (SET), and
+    those with a default of any other kind."""
     params = function.params
     found: dict[str, str] = {}
     others: list[str] = []
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
         if param.default is not None:
             state = value_state(param.default)
-            if state in (NONE, SET):
+            if state == NONE or never_none(state):
                 found[param.name.value] = state
             else:
                 others.append(param.name.value)

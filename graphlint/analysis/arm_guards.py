@@ -9,8 +9,11 @@ graph then knows, for a captured function, what every call that reaches it passe
 (graphlint.callgraph.argument_states) and which configuration tests hold wherever the capture
 happens; a finding whose guard contradicts either lies in code the capture never runs.
 
-Guards are (key, state) pairs: (a plain name, NONE | SET) for a None test, ("cond:" + the test,
-"T" | "F") for a configuration test. A configuration test compares an attribute chain of two
+Guards are (key, state) pairs: (a plain name, NONE | SET) for a None test, (a plain name,
+TRUTHY | FALSY) for a name read as a flag (`if spec:`), (a plain name, "c" or "n" + operator +
+literal) for a name compared with a literal (`if top_k > 0:` holds, or does not), and ("cond:" +
+the test, "T" | "F") for a configuration test. A literal a call passes (`top_k=-1`) contradicts
+the guards of the arms it never takes (`contradicts`). A configuration test compares an attribute chain of two
 segments or more (`config.model_type`, `self.args.compile`) with a constant, or reads one as a
 flag; the chain is keyed by its last two segments, so `self.model.config.model_type` where
 the capture is made and `model.config.model_type` inside the captured function are one test.
@@ -19,13 +22,21 @@ from __future__ import annotations
 
 from graphlint.lazy import cst
 
-from graphlint.analysis.argument_records import NONE, SET
+import operator
+
+from graphlint.analysis.argument_records import NONE, SET, is_literal, literal_value, never_none, value_state
 from graphlint.analysis.names import dotted
 
 Guards = tuple[tuple[str, str], ...]
 _NO_GUARDS: tuple[Guards, Guards] = ((), ())
 CONDITION = "cond:"
 HOLDS, FAILS = "T", "F"
+TRUTHY, FALSY = "t", "f"
+# A name compared with a literal: "c" (the comparison holds) or "n" (it does not) + this.
+_COMPARED = {"Equal": "==", "NotEqual": "!=", "LessThan": "<", "GreaterThan": ">", "LessThanEqual": "<=",
+             "GreaterThanEqual": ">="}
+_OPERATORS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, ">": operator.gt, "<=": operator.le,
+              ">=": operator.ge}
 
 
 def _chain(node: cst.BaseExpression) -> str | None:
@@ -98,13 +109,33 @@ def _none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
     return name, type(target.operator) is cst.Is
 
 
+def _literal_test(test: cst.Comparison) -> tuple[str, str] | None:
+    """(name, operator + " " + literal state) for `name <op> literal` (`top_k > 0`, `mode == "decode"`)."""
+    if len(test.comparisons) != 1 or type(test.left) is not cst.Name or test.left.value in ("None", "True", "False"):
+        return None
+    target = test.comparisons[0]
+    symbol = _COMPARED.get(type(target.operator).__name__)
+    literal = value_state(target.comparator) if symbol is not None else None
+    if not is_literal(literal):
+        return None
+    return test.left.value, f"{symbol} {literal}"
+
+
 def arm_guards(test: cst.BaseExpression) -> tuple[Guards, Guards]:
     """(what holds where the test is true, what holds where it is false), as (name, state) pairs."""
     kind = type(test)
+    if kind is cst.Name:
+        if test.value in ("None", "True", "False"):
+            return _NO_GUARDS
+        return ((test.value, TRUTHY),), ((test.value, FALSY),)
     if kind is cst.Comparison:
         found = _none_test(test)
         if found is None:
-            return _NO_GUARDS
+            compared = _literal_test(test)
+            if compared is None:
+                return _NO_GUARDS
+            name, comparison = compared
+            return ((name, "c" + comparison),), ((name, "n" + comparison),)
         name, when_none = found
         return (((name, NONE),), ((name, SET),)) if when_none else (((name, SET),), ((name, NONE),))
     if kind is cst.UnaryOperation and type(test.operator) is cst.Not:
@@ -117,6 +148,33 @@ def arm_guards(test: cst.BaseExpression) -> tuple[Guards, Guards]:
             return left_true + right_true, ()
         return (), left_false + right_false
     return _NO_GUARDS
+
+
+def contradicts(guard: str, passed: str) -> bool:
+    """Whether a parameter passed `passed` (NONE, SET or a literal, at every call) never meets
+    the guard state `guard` of a plain-name test: the arm under it does not run."""
+    if guard == NONE:
+        return never_none(passed)
+    if guard == SET:
+        return passed == NONE
+    if not (passed == NONE or is_literal(passed)):
+        return False  # never None, but which value is not known
+    value = None if passed == NONE else literal_value(passed)
+    if guard == TRUTHY:
+        return not value
+    if guard == FALSY:
+        return bool(value)
+    if guard[:1] in ("c", "n") and " " in guard:
+        symbol, literal = guard[1:].split(" ", 1)
+        compare = _OPERATORS.get(symbol)
+        if compare is None or not is_literal(literal):
+            return False
+        try:
+            holds = bool(compare(value, literal_value(literal)))
+        except TypeError:  # `None > 0`: not a comparison Python makes
+            return False
+        return holds != (guard[0] == "c")
+    return False
 
 
 def exits(block: cst.BaseSuite) -> bool:

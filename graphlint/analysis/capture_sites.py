@@ -65,6 +65,7 @@ _PLATFORM_NAME = _patterns("names", "platform_flags")
 _PLATFORM_CALL = _patterns("calls", "platform_flags")
 _CAPTURE_STATE = _patterns("states", "capture_comments")
 _CAPTURE_NEGATION = _patterns("negations", "capture_comments")
+_PREFILL_COMMENT = _patterns("prefill", "capture_comments")
 
 
 @dataclass
@@ -385,6 +386,15 @@ def _first_comment(block: cst.CSTNode | None) -> str | None:
     return None
 
 
+def states_prefill(block: cst.CSTNode | None) -> bool:
+    """Whether an arm's first comment names it the prefill (`# prefill`, `else:  # prefill stage`)."""
+    comment = _first_comment(block)
+    if comment is None:
+        return False
+    text = comment.lstrip("#").strip().lower()
+    return bool(_PREFILL_COMMENT.match(text)) and not _CAPTURE_NEGATION.search(text)
+
+
 def states_capture(block: cst.CSTNode | None) -> bool:
     """Whether an arm's first comment says that it is the arm taken while a graph is captured
     (`# we are capturing cuda graph`); the other arm is then the eager path."""
@@ -530,6 +540,10 @@ def one_time_blocks(node: cst.If) -> list[tuple[cst.CSTNode, str]]:
     kind, negated = one_time_test(node.test, node.body)
     if kind is None and isinstance(node.orelse, cst.Else) and states_capture(node.orelse.body):
         return [(node.body, EAGER_ONLY)]  # `else:  # during CUDA graph capture ...`
+    if kind is None and states_prefill(node.body):
+        return [(node.body, PREFILL_ONLY)]  # `if n > 64:  # prefill`
+    if kind is None and isinstance(node.orelse, cst.Else) and states_prefill(node.orelse.body):
+        return [(node.orelse, PREFILL_ONLY)]  # `else:  # prefill`
     if kind is None:
         return []
     if negated:

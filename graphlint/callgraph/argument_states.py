@@ -1,5 +1,6 @@
 """What each parameter of a function in the captured step is at every call that reaches it
-there, as far as None goes: None ("N"), never None ("V"), or either (unknown).
+there, as far as None and literals go: None ("N"), one literal ("L" + its repr: `spec=True`,
+`top_k=-1`), never None ("V"), or either (unknown).
 
 A capture records what its callee was called with. `graph = torch.cuda.graph(g); with graph:
 logits = model(inputs_embeds=embeds, position_ids=pos)` leaves `attention_mask` to its default,
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
+from graphlint.analysis.argument_records import never_none
+
 NONE, SET, EITHER = "N", "V", "?"
 # Rounds of the fixed point: a state only rises (unset -> N/V -> either), so this is a bound
 # for call chains of pathological depth, never reached on real code.
@@ -27,7 +30,12 @@ def _join(first: str | None, second: str | None) -> str | None:
         return second
     if second is None or first == second:
         return first
-    return EITHER
+    # Two literals, or a literal and another value never None: never None.
+    return SET if never_none(first) and never_none(second) else EITHER
+
+
+def _known(state: Any) -> bool:
+    return state == NONE or never_none(state)
 
 
 class _Signature:
@@ -102,7 +110,8 @@ class ArgumentStates:
                 for (caller, index), bound in self.incoming[key].items()]
 
     def solve(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], dict[str, str]]:
-        """(path, qualname) -> {parameter: "N" | "V"} for the parameters every call agrees on."""
+        """(path, qualname) -> {parameter: "N" | "V" | a literal} for the parameters every call
+        agrees on."""
         keys = [key for key in keys if key in self.incoming]
         states: dict[tuple[str, str], dict[str, str | None]] = {key: {} for key in keys}
         for _ in range(_MAX_ROUNDS):
@@ -117,7 +126,7 @@ class ArgumentStates:
         for key, params in states.items():
             # What a parameter holds on entry: a None test after the function binds it again
             # carries no guard (graphlint.analysis.file drops it).
-            kept = {name: state for name, state in params.items() if state in (NONE, SET)}
+            kept = {name: state for name, state in params.items() if _known(state)}
             if kept:
                 known[key] = kept
         return known
@@ -180,7 +189,7 @@ class ArgumentStates:
         def value(state: Any) -> str | None:
             if type(state) is str and state.startswith("=") and not state.startswith("=**"):
                 return caller_states.get(state[1:], EITHER if caller not in states else None)
-            return state if state in (NONE, SET) else EITHER
+            return state if _known(state) else EITHER
 
         spread = record[1].get("**", 0)
         extras: list[dict[str, Any]] | None = [{}]
@@ -222,7 +231,7 @@ class ArgumentStates:
         for record, bound in sites:
             if record is None or "**" in record[1] or "*" in record[0]:
                 return None
-            found.append({name: state if state in (NONE, SET) else EITHER
+            found.append({name: state if _known(state) else EITHER
                           for name, state in record[1].items() if name not in named})
         return found
 

@@ -86,7 +86,11 @@ class CallResults:
         position = index - 1 if method else index  # a method's `self` is not passed
         out: set = set()
         matched = 0
-        for call, scope in self._call_sites().get(short, ()):
+        sites = self._call_sites().get(short, ())
+        if qualname.endswith(".__init__"):
+            # `cls(...)` in a classmethod builds the class too (`model = cls(config, backbone_cls)`).
+            sites = [*sites, *self._call_sites().get("cls", ())]
+        for call, scope in sites:
             if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
                 continue
             matched += 1

@@ -170,6 +170,9 @@ def compiled_only(site_calls: Mapping, roots: Sequence[tuple], edges: Mapping, p
     return per_step - seen
 
 
+_SITE_STATES = frozenset({"N", "V", "T", "F"})
+
+
 def site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,
                      per_step: set, unconditioned: set) -> dict[tuple[str, str], dict[str, str]]:
     """The configuration tests that hold wherever a captured function is captured: those every
@@ -179,7 +182,10 @@ def site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: Argum
     for key, entries in site_calls.items():
         if key is None or key in unconditioned or any(caller in per_step for caller, _ in arguments.incoming.get(key, {})):
             continue
-        held = frozenset.intersection(*(conditions for _, _, conditions, _ in entries))
+        # None tests and configuration tests; a flag or a comparison at the site speaks of the
+        # capturing function's own names, not of the root's parameters.
+        held = frozenset(guard for guard in frozenset.intersection(*(conditions for _, _, conditions, _ in entries))
+                         if guard[1] in _SITE_STATES)
         if held:
             found[key] = dict(sorted(held))
     return found

@@ -535,6 +535,12 @@ def _candidates(project: Project, func_expr: Any) -> list[tuple]:
                     if "property" not in decorators and "cached_property" not in decorators:
                         found.append((FN, key, cls))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+def _held_by_linted_instance(project: Project, func_expr: tuple, scope: tuple) -> bool:
+    """Whether the call's receiver is an instance of a linted class (`self`, `self.engine`)."""
+    values = project.eval(func_expr[1], scope)
+    return bool(values) and all(v[0] == INST and v[1] in project.classes for v in values)
+
+
 def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tuple) -> str | None:
     """Why a call of an unknown value is unresolved, or None when it is most likely a library
     method on an unannotated value (`x.float()` on a tensor parameter): those are not listed
@@ -542,6 +548,10 @@ def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tup
     if type(func_expr) is tuple and func_expr[0] == "a":
         method = func_expr[2]
         defined = project.method_names.get(method)
+        if not defined and value[1] != _ANY_MODULE and _held_by_linted_instance(project, func_expr, scope):
+            # `self.backbone(x)`: an attribute of the project's own object, called, whose value
+            # graphlint could not follow (not a library method on an unannotated value).
+            return f"`{callee_text(func_expr)}` holds {value[1]}, which is not known statically"
         if not defined or method in _TENSOR_METHODS:
             return None
         shown = ", ".join(sorted(defined)[:3]) + (", ..." if len(defined) > 3 else "")

@@ -33,6 +33,7 @@ _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdef
 # nn.Module methods that return the module (`Model(cfg).to(device).eval()`):
 # graphlint/data/call_graph.toml.
 RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
+CONSTRUCTS_CLASS = catalog.call_graph("constructs_class", "methods")
 # What calling a module instance runs, in lookup order (graphlint/data/torch_values.toml).
 _CALL_METHODS = catalog.ordered("modules", "call_methods")
 
@@ -111,6 +112,7 @@ class Project(CallResults):
                     "yields": _freeze(data.get("yields", [])),
                     "once": _freeze(data.get("once", [])),
                     "returns_ann": _freeze(data.get("returns_ann")),
+                    "default_values": {k: _freeze(v) for k, v in data.get("default_values", {}).items()},
                 }
                 if "captures" in data:
                     self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
@@ -260,6 +262,11 @@ class Project(CallResults):
                     else:
                         # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
                         passed = self.passed_arguments(path, qualname, index, param)
+                        default = function["default_values"].get(name)
+                        if default is not None:
+                            # What a call that leaves it out runs, looked up where the function is defined.
+                            outer = qualname.rsplit(".", 1)[0] if "." in qualname else None
+                            passed = passed | self.eval(default, (path, outer, self_class))
                         found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:
@@ -546,6 +553,10 @@ class Project(CallResults):
             # returns the module itself.
             out.update(value for value in self.eval(callee[1], scope)
                        if value[0] == INST and not self.defines(value[1], callee[2]))
+        if type(callee) is tuple and callee[0] == "a" and callee[2] in CONSTRUCTS_CLASS:
+            # `Model.from_pretrained(path)`, inherited from a library base: an instance of Model.
+            out.update((INST, value[1]) for value in self.eval(callee[1], scope)
+                       if value[0] == CLS and not self.defines(value[1], callee[2]))
         for value in func:
             tag = value[0]
             if tag == FN:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from graphlint.analysis.arm_guards import CONDITION, HOLDS
+from graphlint.analysis.arm_guards import CONDITION, HOLDS, contradicts
+from graphlint.analysis.argument_records import is_literal, literal_value
 from graphlint.analysis.text import suppressions
 from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
 from graphlint.analysis.walk.file import FileFinding
@@ -52,7 +53,8 @@ def _by_region(raw: dict, placement: Placement) -> dict:
 
 
 def _contradicted(guards: Sequence, known: Sequence[tuple[str, str]]) -> str | None:
-    """Why code under these None tests never runs in the step, or None when it may."""
+    """Why code under these tests (None tests, flags, comparisons with a literal, configuration
+    tests) never runs in the step, or None when it may."""
     states = dict(known)
     for name, state in guards:
         passed = states.get(name)
@@ -61,7 +63,9 @@ def _contradicted(guards: Sequence, known: Sequence[tuple[str, str]]) -> str | N
         if name.startswith(CONDITION):
             said = "holds" if passed == HOLDS else "fails"
             return f"dead arm: the step is captured only where `{name[len(CONDITION):]}` {said}"
-        said = "None" if passed == "N" else "never None"
+        if not contradicts(state, passed):
+            continue
+        said = "None" if passed == "N" else repr(literal_value(passed)) if is_literal(passed) else "never None"
         return f"dead arm: `{name}` is {said} at every call that reaches it in the step"
     return None
 

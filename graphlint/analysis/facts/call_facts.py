@@ -157,6 +157,9 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         entry: dict[str, Any] = {"params": [name if ann is None else [name, ann] for name, ann in params],
                                  "calls": walker.calls}
         _argument_facts(entry, node, params, self_name, walker)
+        defaults = _default_values(node)
+        if defaults:
+            entry["default_values"] = defaults
         if owner is not None:
             entry["class"] = owner
         if decorators:
@@ -179,6 +182,20 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         "functions": out_functions,
         "globals": _module_globals(module),
     }
+
+
+def _default_values(node: cst.FunctionDef) -> dict[str, Any]:
+    """Unannotated parameters whose default names something (`backbone_cls=DEFAULT_BACKBONE_CLS`):
+    the value a call that leaves them out runs."""
+    params = node.params
+    found: dict[str, Any] = {}
+    for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        default = param.default
+        if param.annotation is not None or default is None:
+            continue
+        if (type(default) is cst.Name and default.value not in ("None", "True", "False")) or type(default) is cst.Attribute:
+            found[param.name.value] = encode(default)
+    return found
 
 
 def _argument_facts(entry: dict[str, Any], node: cst.FunctionDef, params: list[list], self_name: str | None,

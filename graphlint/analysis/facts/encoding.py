@@ -115,9 +115,9 @@ def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
             node.func.value if type(node.func) is cst.Name else "")
         args: list = []
         kwargs: dict[str, Any] = {}
-        # A class's constructor arguments too (`LayerStack(layers)`, `Engine(model)`): what an
-        # instance holds often comes from them.
-        if name in ARG_AWARE or name[:1].isupper():
+        # A class's constructor arguments too (`LayerStack(layers)`, `Engine(model)`, `cls(config)`
+        # in a classmethod): what an instance holds often comes from them.
+        if name in ARG_AWARE or name[:1].isupper() or name == "cls":
             for arg in node.args:
                 if arg.keyword is not None:
                     kwargs[arg.keyword.value] = encode(arg.value, d)
