@@ -134,9 +134,11 @@ def test_none_tests_say_what_holds_in_each_arm():
     assert parse_expression_guards("not x is not None") == ((("x", "N"),), (("x", "V"),))
     assert parse_expression_guards("x is not None and y is None") == ((("x", "V"), ("y", "N")), ())
     assert parse_expression_guards("x is None or y is None") == ((), (("x", "V"), ("y", "V")))
-    # An attribute, a truth test or a comparison with anything else says nothing.
+    # An attribute or a comparison with anything but a literal says nothing; a truth test is a
+    # flag (tests/test_literal_arguments.py), not a None test.
     assert parse_expression_guards("self.x is None") == ((), ())
-    assert parse_expression_guards("x") == ((), ())
+    assert parse_expression_guards("x") == ((("x", "t"),), (("x", "f"),))
+    assert parse_expression_guards("x == y") == ((), ())
     assert parse_expression_guards("x == None") == ((), ())
 
 

@@ -262,11 +262,9 @@ class Project(CallResults):
                     else:
                         # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
                         passed = self.passed_arguments(path, qualname, index, param)
-                        default = function["default_values"].get(name)
-                        if default is not None:
-                            # What a call that leaves it out runs, looked up where the function is defined.
-                            outer = qualname.rsplit(".", 1)[0] if "." in qualname else None
-                            passed = passed | self.eval(default, (path, outer, self_class))
+                        default = function["default_values"].get(name)  # run by a call that leaves it out
+                        if default is not None:  # looked up where the function is defined
+                            passed = passed | self.eval(default, (path, qualname.rpartition(".")[0] or None, self_class))
                         found |= passed or declared or {(DYN, f"parameter `{name}`")}
             assignments = function["env"].get(name)
             if assignments:

@@ -173,10 +173,17 @@ class CaptureWithoutWarmup(Rule):
         "        for _ in range(3):\n            model.step()\n    with torch.cuda.graph(g, stream=s):\n        model.step()\n",
         "def capture(fn, s):  # graphlint: host\n    warmup(fn)\n    g = torch.cuda.CUDAGraph()\n"
         "    with torch.cuda.graph(g, stream=s):\n        fn()\n",
+        # Zonos' decode: the warm-up runs the closure's calls inline.
+        "def decode(self, ids):  # graphlint: host\n    for _ in range(3):\n        self.step(ids)\n"
+        "    g = torch.cuda.CUDAGraph()\n    def region():\n        self.out = self.step(ids)\n"
+        "    with torch.cuda.graph(g):\n        region()\n",
     ]
     INVALID = [
         "def capture(model, s):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n"
         "    with torch.cuda.graph(g, stream=s):\n        model.step()\n",
+        "def decode(self, ids):  # graphlint: host\n    self.prepare(ids)\n"
+        "    g = torch.cuda.CUDAGraph()\n    def region():\n        self.out = self.step(ids)\n"
+        "    with torch.cuda.graph(g):\n        region()\n",
     ]
 
     def visit_With(self, node: cst.With, ctx: Context) -> None:
@@ -186,6 +193,12 @@ class CaptureWithoutWarmup(Rule):
         captured = {name for name in (_callee_name(c, ctx) for c in walk(node.body) if isinstance(c, cst.Call)) if name}
         if not captured:
             return
+        # A closure the block calls (`def capture_region(): ...`) is the step: running what it
+        # calls before the capture warms it up as well as calling it would.
+        for inner in iter_code(ctx.parents[0].body, (cst.FunctionDef, cst.ClassDef)):
+            if type(inner) is cst.FunctionDef and inner.name.value in captured:
+                captured |= {name for name in (_callee_name(c, ctx) for c in walk(inner.body)
+                                               if isinstance(c, cst.Call)) if name}
         for earlier in walk(ctx.parents[0].body):
             if earlier is node:
                 break
