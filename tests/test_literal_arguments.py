@@ -284,3 +284,21 @@ def test_from_pretrained_of_a_linted_model_is_that_model(tmp_path):
     assert found and found[0].line == _line(model, "MARK-model")
     # Reached through the engine's capture, not as a forward taken as a root for want of one.
     assert "Engine.step" in found[0].reached_via
+
+
+PRUNED = MODEL.replace("            print(ids.sum().item())  # MARK-else",
+                       "            self._eager(ids)") + '''
+    def _eager(self, ids):
+        return ids.sum().item()  # MARK-helper
+'''
+
+
+def test_a_call_in_a_dead_arm_is_not_followed(tmp_path):
+    result = _check(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=True")})
+    assert _line(PRUNED, "MARK-helper") not in {f.line for f in result.findings if f.path.endswith("model.py")}
+    assert ("model.py", "Inner._eager") not in result.regions or result.regions[("model.py", "Inner._eager")].region != "captured"
+
+
+def test_a_call_in_an_arm_the_step_takes_is_followed(tmp_path):
+    result = _check(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=False")})
+    assert _line(PRUNED, "MARK-helper") in {f.line for f in result.findings if f.path.endswith("model.py")}

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from graphlint.analysis import catalog
+from graphlint.analysis.arm_guards import contradicts
 from graphlint.callgraph import recorded
 from graphlint.callgraph.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
@@ -206,12 +207,41 @@ def _display_names(project: Project) -> dict[tuple[str, str], str]:
             for key in project.functions}
 
 
+# Rebuilds at most this often: each drops the calls in arms that what the step passes makes
+# dead, which can make more arms dead below them.
+_MAX_PRUNES = 3
+
+
 def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     """Regions of every linted function from the roots (capture sites, configured entry points
     and markers, nn.Module forwards where needed); raises EntryPointError when an entry point
-    names nothing."""
+    names nothing. A call in an arm the captured step never takes (`else:` of `if spec:` where
+    every call passes `spec=True`) is not followed: the regions are built again without it."""
     project = Project(files, Path(config.root))
     entries = _resolve_entries(project, config)
+    dead: frozenset = frozenset()
+    for _ in range(_MAX_PRUNES):
+        graph, found = _build(files, config, project, entries, dead)
+        if found <= dead:
+            break
+        dead = dead | found
+    return graph
+
+
+def _dead_calls(project: Project, per_step: set, known: Mapping) -> frozenset:
+    """(function, index of the call) of calls under a test that what every call of the function
+    passes contradicts."""
+    found = set()
+    for key in per_step:
+        states = known.get(key)
+        for index, held in (project.function_facts.get(key, {}).get("call_guards", {}) if states else {}).items():
+            if any(name in states and contradicts(state, states[name]) for name, state in held):
+                found.add((key, int(index)))
+    return frozenset(found)
+
+
+def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project, entries: list,
+           dead: frozenset) -> tuple[CallGraph, frozenset]:
     graph = CallGraph()
     names = graph.names = _display_names(project)
     unresolved: dict[tuple, dict] = {}
@@ -244,7 +274,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     # its reach (a `# graphlint: entry` on one function never hides the rest of the run).
     nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
-    walk = _Walk(project, config, orchestration, graph, unresolved, arguments)
+    walk = _Walk(project, config, orchestration, graph, unresolved, arguments, dead)
     walk.start(roots)
     standing_in, stood_in = _stand_in_roots(project, walk, arguments)
     if standing_in:
@@ -277,7 +307,7 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     graph.incomplete = incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
     graph.warmed_up = warmed_by_caller(project)
-    return graph
+    return graph, _dead_calls(project, per_step, known)
 
 
 def _some_module(project: Project, func: Any, scope: tuple) -> bool:
@@ -343,8 +373,9 @@ class _Walk:
     Every followed call is told to the argument states."""
 
     def __init__(self, project: Project, config: Config, orchestration: Mapping, graph: CallGraph,
-                 unresolved: dict, arguments: ArgumentStates):
+                 unresolved: dict, arguments: ArgumentStates, dead: frozenset = frozenset()):
         self.project, self.config, self.orchestration = project, config, orchestration
+        self.dead = dead  # (function, call index) of calls in arms the step never takes
         self.graph, self.unresolved, self.arguments = graph, unresolved, arguments
         self.region: dict[tuple[str, str], str] = {}
         self.reasons: dict[tuple[str, str], str] = {}
@@ -424,6 +455,8 @@ class _Walk:
             scope = (key[0], key[1], self_class)
             callees = graph.edges.setdefault(key, [])
             for index, call in enumerate(project.functions[key]["calls"]):
+                if (key, index) in self.dead:
+                    continue
                 targets, candidates = _callees(project, call, scope, key, graph.names, self.unresolved, graph)
                 if targets and is_parameter(project, key, call[1]):
                     self.calls_a_parameter.add(key)

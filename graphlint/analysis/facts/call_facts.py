@@ -216,6 +216,12 @@ def _argument_facts(entry: dict[str, Any], node: cst.FunctionDef, params: list[l
     rebound = sorted(name for name in plain | {kwargs_param} if name in walker.name_states)
     if rebound:
         entry["rebound"] = rebound
+    # Tests of parameters the body never binds again: what a caller passes decides them.
+    guards = {str(index): [list(guard) for guard in held if guard[0] in plain and guard[0] not in walker.name_states]
+              for index, held in walker.call_guards.items()}
+    guards = {index: held for index, held in guards.items() if held}
+    if guards:
+        entry["call_guards"] = guards
 
 
 def _roots(expr: Any, out: set[str]) -> None:

@@ -11,6 +11,7 @@ from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
 from graphlint.analysis.argument_records import SET, argument_record, join_records, value_state
+from graphlint.analysis.arm_guards import arm_guards
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
 from graphlint.analysis.facts.encoding import LIBRARY_METHODS, annotation, encode, reference
 
@@ -45,6 +46,11 @@ class FunctionWalker:
         self.once_args: list = []
         self._call_index: dict[str, tuple[list, int]] = {}
         self.name_states: dict[str, list] = {}
+        # The None tests, flags and literal comparisons each call of `calls` sits under (by
+        # index; a call met again under other tests, or under none, has none): the call graph
+        # does not follow a call in an arm the captured step never takes.
+        self.guards: tuple = ()
+        self.call_guards: dict[int, tuple] = {}
 
     def note(self, target: cst.BaseExpression, state: Any) -> None:
         """A name bound to a value of this None-state (None: unknown)."""
@@ -101,16 +107,17 @@ class FunctionWalker:
             else:
                 self.statement(stmt)
 
-    def _branch(self, node: cst.CSTNode, once: bool) -> None:
+    def _branch(self, node: cst.CSTNode, once: bool, guards: tuple = ()) -> None:
         """Walk an `if` branch; in a one-time branch (training-only, lazy initialisation) the
         bindings count but the calls are not per-step, so the graph does not follow them."""
-        saved = self.one_time
+        saved, saved_guards = self.one_time, self.guards
         self.one_time = saved or once
+        self.guards = saved_guards + guards
         if isinstance(node, cst.BaseSuite):
             self.block(node)
         else:
             self.statement(node)
-        self.one_time = saved
+        self.one_time, self.guards = saved, saved_guards
 
     def statement(self, node: cst.CSTNode) -> None:
         kind = type(node)
@@ -120,11 +127,12 @@ class FunctionWalker:
         elif kind is cst.If:
             self.expr(node.test)
             once = {id(block) for block, _ in one_time_blocks(node)}
-            self._branch(node.body, id(node.body) in once)
+            true, false = arm_guards(node.test)
+            self._branch(node.body, id(node.body) in once, true)
             if type(node.orelse) is cst.If:
-                self._branch(node.orelse, id(node.orelse) in once)
+                self._branch(node.orelse, id(node.orelse) in once, false)
             elif node.orelse is not None:
-                self._branch(node.orelse.body, id(node.orelse) in once)
+                self._branch(node.orelse.body, id(node.orelse) in once, false)
         elif kind is cst.For:
             self.expr(node.iter)
             self.note(node.target, None)
@@ -297,10 +305,14 @@ class FunctionWalker:
             (self.once if self.one_time else self.calls).append(encoded)
             records = self.once_args if self.one_time else self.call_args
             self._call_index[key] = (records, len(records))
+            if self.guards and not self.one_time:
+                self.call_guards[len(records)] = self.guards
             records.append(argument_record(node))
         else:
             records, index = self._call_index[key]
             records[index] = join_records(records[index], argument_record(node))
+            if records is self.call_args and self.call_guards.get(index) != self.guards:
+                self.call_guards.pop(index, None)  # met under other tests too
         # self.add_module("name", m) / setattr(self, "name", m) register an attribute by name.
         func = node.func
         args = [a.value for a in node.args if a.keyword is None]
