@@ -302,3 +302,50 @@ def test_a_call_in_a_dead_arm_is_not_followed(tmp_path):
 def test_a_call_in_an_arm_the_step_takes_is_followed(tmp_path):
     result = _check(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=False")})
     assert _line(PRUNED, "MARK-helper") in {f.line for f in result.findings if f.path.endswith("model.py")}
+
+
+def test_an_attribute_set_from_a_constructor_parameter_holds_what_its_callers_pass(tmp_path):
+    model = '''
+        import torch
+        from torch import nn
+
+
+        class Model(nn.Module):
+            def forward(self, x):
+                return x * x.sum().item()  # MARK-model
+
+
+        class Other(nn.Module):
+            def forward(self, x):
+                return x * x.max().item()  # MARK-other
+    '''
+    engine = '''
+        import torch
+        from model import Model
+
+
+        class Runner:
+            def __init__(self, model, steps):
+                self.model = model
+                self.steps = steps
+
+            def step(self, x):
+                return self.model(x)
+
+            def capture(self, x):
+                g = torch.cuda.CUDAGraph()
+                self.step(x)
+                with torch.cuda.graph(g):
+                    self.out = self.step(x)
+                self.g = g
+
+
+        def main():
+            runner = Runner(Model().cuda().eval(), 4)
+            runner.capture(torch.zeros(1))
+    '''
+    result = _check(tmp_path, {"model.py": model, "engine.py": engine})
+    found = {f.line: f for f in result.findings if f.path.endswith("model.py") and f.rule == "GL101"}
+    assert _line(model, "MARK-model") in found and "Runner.step" in found[_line(model, "MARK-model")].reached_via
+    # The model the runner is given, not every forward of the tree in its place.
+    assert _line(model, "MARK-other") not in found

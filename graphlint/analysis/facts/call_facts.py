@@ -145,11 +145,10 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         if owner is not None and "staticmethod" not in decorators and params and not params[0][0].startswith("*"):
             self_name = params[0][0]
 
-        plain = {name for name, ann in params if ann is None}
-
-        def record_attr(attr: str, value: list | None, _owner=owner, _qualname=qualname, _plain=plain) -> None:
-            # `self.hidden_size = hidden_size` of an unannotated parameter tells the graph nothing.
-            if _owner is not None and not (type(value) is str and value in _plain):
+        def record_attr(attr: str, value: list | None, _owner=owner, _qualname=qualname) -> None:
+            # `self.model = model` of an unannotated parameter holds what the constructor's
+            # callers pass (`Runner(model)`): the graph reads it at their call sites.
+            if _owner is not None:
                 _add_attr(classes[_owner], attr, _qualname, value)
 
         walker = FunctionWalker(self_name, record_attr, owner.rsplit(".", 1)[-1] if owner is not None else None)
