@@ -568,6 +568,8 @@ def _candidates(project: Project, func_expr: Any) -> list[tuple]:
                     if "property" not in decorators and "cached_property" not in decorators:
                         found.append((FN, key, cls))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+
+
 def _held_by_linted_instance(project: Project, func_expr: tuple, scope: tuple) -> bool:
     """Whether the call's receiver is an instance of a linted class (`self`, `self.engine`)."""
     values = project.eval(func_expr[1], scope)
