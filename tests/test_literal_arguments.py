@@ -139,6 +139,16 @@ def test_literal_states_contradict_only_the_arms_they_never_take():
     assert contradicts("N", "LTrue") and not contradicts("V", "LTrue")
 
 
+# The capture every runner below makes: a warm-up call, then `self.step` inside the graph.
+CAPTURE = '''
+    def capture(self, x):
+        g = torch.cuda.CUDAGraph()
+        self.step(x)
+        with torch.cuda.graph(g):
+            self.out = self.step(x)
+        self.g = g
+'''
+
 STEP = '''
 import torch
 
@@ -154,14 +164,7 @@ class Runner:
 
     def helper(self, ids):
         return ids.max().item()  # MARK-helper
-
-    def capture(self, ids):
-        g = torch.cuda.CUDAGraph()
-        self.step(ids)
-        with torch.cuda.graph(g):
-            self.out = self.step(ids)
-        self.g = g
-'''
+''' + CAPTURE
 
 
 def test_an_arm_commented_prefill_is_not_in_the_graph(tmp_path):
@@ -213,13 +216,25 @@ class Holder(nn.Module):
 
     def step(self, x):
         return self.backbone(x)
+''' + CAPTURE
 
-    def capture(self, x):
-        g = torch.cuda.CUDAGraph()
-        self.step(x)
-        with torch.cuda.graph(g):
-            self.out = self.step(x)
-        self.g = g
+# An engine given its model one way or another ({params}, {init}) and built by `main` ({build}).
+ENGINE = '''
+import torch
+from {module} import {model}
+
+
+class Engine:
+    def __init__(self, {params}):
+        {init}
+
+    def step(self, x):
+        return self.model(x)
+''' + CAPTURE + '''
+
+def main():
+    engine = {build}
+    engine.capture(torch.zeros(1))
 '''
 
 
@@ -255,30 +270,8 @@ def test_from_pretrained_of_a_linted_model_is_that_model(tmp_path):
             def forward(self, x):
                 return x * x.sum().item()  # MARK-model
     '''
-    engine = '''
-        import torch
-        from model import Model
-
-
-        class Engine:
-            def __init__(self, path):
-                self.model = Model.from_pretrained(path).eval()
-
-            def step(self, x):
-                return self.model(x)
-
-            def capture(self, x):
-                g = torch.cuda.CUDAGraph()
-                self.step(x)
-                with torch.cuda.graph(g):
-                    self.out = self.step(x)
-                self.g = g
-
-
-        def main():
-            engine = Engine("path")
-            engine.capture(torch.zeros(1))
-    '''
+    engine = ENGINE.format(module="model", model="Model", params="path",
+                           init="self.model = Model.from_pretrained(path).eval()", build='Engine("path")')
     result = _check(tmp_path, {"model.py": model, "engine.py": engine})
     found = [f for f in result.findings if f.path.endswith("model.py") and f.rule == "GL101"]
     assert found and found[0].line == _line(model, "MARK-model")
@@ -305,47 +298,11 @@ def test_a_call_in_an_arm_the_step_takes_is_followed(tmp_path):
 
 
 def test_an_attribute_set_from_a_constructor_parameter_holds_what_its_callers_pass(tmp_path):
-    model = '''
-        import torch
-        from torch import nn
-
-
-        class Model(nn.Module):
-            def forward(self, x):
-                return x * x.sum().item()  # MARK-model
-
-
-        class Other(nn.Module):
-            def forward(self, x):
-                return x * x.max().item()  # MARK-other
-    '''
-    engine = '''
-        import torch
-        from model import Model
-
-
-        class Runner:
-            def __init__(self, model, steps):
-                self.model = model
-                self.steps = steps
-
-            def step(self, x):
-                return self.model(x)
-
-            def capture(self, x):
-                g = torch.cuda.CUDAGraph()
-                self.step(x)
-                with torch.cuda.graph(g):
-                    self.out = self.step(x)
-                self.g = g
-
-
-        def main():
-            runner = Runner(Model().cuda().eval(), 4)
-            runner.capture(torch.zeros(1))
-    '''
-    result = _check(tmp_path, {"model.py": model, "engine.py": engine})
-    found = {f.line: f for f in result.findings if f.path.endswith("model.py") and f.rule == "GL101"}
-    assert _line(model, "MARK-model") in found and "Runner.step" in found[_line(model, "MARK-model")].reached_via
-    # The model the runner is given, not every forward of the tree in its place.
-    assert _line(model, "MARK-other") not in found
+    engine = ENGINE.format(module="backbones", model="SlowBackbone", params="model, steps",
+                           init="self.model = model\n        self.steps = steps",
+                           build="Engine(SlowBackbone().cuda().eval(), 4)")
+    result = _check(tmp_path, {"backbones.py": BACKBONES, "engine.py": engine})
+    found = {f.line: f for f in result.findings if f.path.endswith("backbones.py") and f.rule == "GL101"}
+    assert _line(BACKBONES, "MARK-slow") in found and "Engine.step" in found[_line(BACKBONES, "MARK-slow")].reached_via
+    # The model the engine is given, not every forward of the tree in its place.
+    assert _line(BACKBONES, "MARK-fast") not in found

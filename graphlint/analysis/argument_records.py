@@ -4,8 +4,9 @@ the calls that reach a captured function).
 
 States: NONE ("N"), SET ("V": an arithmetic result, a container, a tensor method's result), a
 literal ("L" + its repr: `True`, `-1`, `'decode'`; never None either), "=name" (the caller's
-parameter `name`, passed on; "=**name" its `**` parameter), None (unknown). Nothing is resolved here: a plain name is looked up among the function's own
-parameters and local bindings only.
+parameter `name`, passed on; "=**name" its `**` parameter), None (unknown). Nothing is
+resolved here: a plain name is looked up among the function's own parameters and local
+bindings only.
 """
 from __future__ import annotations
 

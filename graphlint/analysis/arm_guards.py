@@ -13,16 +13,17 @@ Guards are (key, state) pairs: (a plain name, NONE | SET) for a None test, (a pl
 TRUTHY | FALSY) for a name read as a flag (`if spec:`), (a plain name, "c" or "n" + operator +
 literal) for a name compared with a literal (`if top_k > 0:` holds, or does not), and ("cond:" +
 the test, "T" | "F") for a configuration test. A literal a call passes (`top_k=-1`) contradicts
-the guards of the arms it never takes (`contradicts`). A configuration test compares an attribute chain of two
-segments or more (`config.model_type`, `self.args.compile`) with a constant, or reads one as a
-flag; the chain is keyed by its last two segments, so `self.model.config.model_type` where
-the capture is made and `model.config.model_type` inside the captured function are one test.
+the guards of the arms it never takes (`contradicts`). A configuration test compares an
+attribute chain of two segments or more (`config.model_type`, `self.args.compile`) with a
+constant, or reads one as a flag; the chain is keyed by its last two segments, so
+`self.model.config.model_type` where the capture is made and `model.config.model_type` inside
+the captured function are one test.
 """
 from __future__ import annotations
 
-from graphlint.lazy import cst
-
 import operator
+
+from graphlint.lazy import cst
 
 from graphlint.analysis.argument_records import NONE, SET, is_literal, literal_value, never_none, value_state
 from graphlint.analysis.names import dotted

@@ -386,23 +386,24 @@ def _first_comment(block: cst.CSTNode | None) -> str | None:
     return None
 
 
-def states_prefill(block: cst.CSTNode | None) -> bool:
-    """Whether an arm's first comment names it the prefill (`# prefill`, `else:  # prefill stage`)."""
+def _comment_states(block: cst.CSTNode | None, state: re.Pattern[str]) -> bool:
+    """Whether an arm's first comment states `state` from its start, not negated."""
     comment = _first_comment(block)
     if comment is None:
         return False
     text = comment.lstrip("#").strip().lower()
-    return bool(_PREFILL_COMMENT.match(text)) and not _CAPTURE_NEGATION.search(text)
+    return bool(state.match(text)) and not _CAPTURE_NEGATION.search(text)
+
+
+def states_prefill(block: cst.CSTNode | None) -> bool:
+    """Whether an arm's first comment names it the prefill (`# prefill`, `else:  # prefill stage`)."""
+    return _comment_states(block, _PREFILL_COMMENT)
 
 
 def states_capture(block: cst.CSTNode | None) -> bool:
     """Whether an arm's first comment says that it is the arm taken while a graph is captured
     (`# we are capturing cuda graph`); the other arm is then the eager path."""
-    comment = _first_comment(block)
-    if comment is None:
-        return False
-    text = comment.lstrip("#").strip().lower()
-    return bool(_CAPTURE_STATE.match(text)) and not _CAPTURE_NEGATION.search(text)
+    return _comment_states(block, _CAPTURE_STATE)
 
 
 def _negated_flag(node: cst.BaseExpression) -> str | None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from graphlint.analysis.argument_records import NONE, SET
+from graphlint.analysis.arm_guards import FAILS, HOLDS
 from graphlint.callgraph.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.calls import last_name
 from graphlint.callgraph.values import BUILTIN, CLS, EXT, FN, INST, Project
@@ -170,7 +172,8 @@ def compiled_only(site_calls: Mapping, roots: Sequence[tuple], edges: Mapping, p
     return per_step - seen
 
 
-_SITE_STATES = frozenset({"N", "V", "T", "F"})
+# Guard states a capture site lends its root: None tests and configuration tests.
+_SITE_STATES = frozenset({NONE, SET, HOLDS, FAILS})
 
 
 def site_conditions(site_calls: Mapping[tuple[str, str], list], arguments: ArgumentStates,

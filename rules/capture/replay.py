@@ -136,7 +136,8 @@ class CaptureWithoutWarmup(Rule):
     """Flags a `torch.cuda.graph(...)` capture with no warm-up run of the step before it.
 
     The callables called inside the block must have been called earlier in the same function
-    (a warm-up call or loop), or a function whose name contains `warm`; a caller that runs
+    (a warm-up call or loop; for a closure the block calls, what the closure calls), or a
+    function whose name contains `warm`; a caller that runs
     the warm-up before calling the capture function (`self.warmup_model();
     self.capture_cudagraph()`, or the captured callee itself) counts too.
 
@@ -190,15 +191,14 @@ class CaptureWithoutWarmup(Rule):
         capture = next((i.item for i in node.items if isinstance(i.item, cst.Call) and graph_call(i.item, ctx)), None)
         if capture is None or not ctx.parents or not isinstance(ctx.parents[0], cst.FunctionDef):
             return
-        captured = {name for name in (_callee_name(c, ctx) for c in walk(node.body) if isinstance(c, cst.Call)) if name}
+        captured = _called_names(node.body, ctx)
         if not captured:
             return
         # A closure the block calls (`def capture_region(): ...`) is the step: running what it
         # calls before the capture warms it up as well as calling it would.
         for inner in iter_code(ctx.parents[0].body, (cst.FunctionDef, cst.ClassDef)):
             if type(inner) is cst.FunctionDef and inner.name.value in captured:
-                captured |= {name for name in (_callee_name(c, ctx) for c in walk(inner.body)
-                                               if isinstance(c, cst.Call)) if name}
+                captured |= _called_names(inner.body, ctx)
         for earlier in walk(ctx.parents[0].body):
             if earlier is node:
                 break
@@ -207,6 +207,11 @@ class CaptureWithoutWarmup(Rule):
                 if name in captured or "warm" in name.lower():
                     return
         ctx.report(self, capture)
+
+
+def _called_names(block: cst.CSTNode, ctx: Context) -> set[str]:
+    """The user callees (`_callee_name`) of the calls in a block, nested scopes left out."""
+    return {name for name in (_callee_name(c, ctx) for c in walk(block) if isinstance(c, cst.Call)) if name}
 
 
 def _callee_name(call: cst.Call, ctx: Context) -> str | None:
