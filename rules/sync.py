@@ -8,7 +8,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.inference.annotation_kinds import annotation_value
 from graphlint.analysis.walk.rule import Context, Example, Rule
-from .shared._calls import is_device, maybe_device, method_name, positional, receiver
+from .shared._calls import failure_message, is_device, maybe_device, method_name, positional, receiver
 
 _HOST_BOOL = catalog.names("sync", "host_bool")
 _HOST_BOOL_METHODS = catalog.names("sync", "host_bool_methods")
@@ -194,6 +194,8 @@ class PrintDeviceValue(Rule):
     ## Example
         print(f"attn max {scores.max()}")
 
+    A message built only when the step fails (a `raise`, an assert's message) is not flagged.
+
     ## Use instead
     Remove it from the step, gate it behind a host flag that is off during capture, or log
     after replay from the output buffers.
@@ -206,6 +208,9 @@ class PrintDeviceValue(Rule):
     VALID = [
         "def step(x: torch.Tensor):\n    print(f'shape {x.shape} dtype {x.dtype}')\n",
         "def step(x: torch.Tensor, i: int):\n    name = 'layer_%d' % i\n    return name\n",
+        # higgs-audio's attention mask check: the message is built only when the step fails.
+        "def step(mask: torch.Tensor):\n    if mask.dim() != 4:\n        raise ValueError(f'unsupported mask {mask}')\n",
+        "def step(x: torch.Tensor, n: int):\n    assert x.shape[0] == n, f'bad input {x}'\n",
     ]
     INVALID = [
         "def step(scores: torch.Tensor):\n    print(f'attn max {scores.max()}')\n",
@@ -215,11 +220,13 @@ class PrintDeviceValue(Rule):
     ]
 
     def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression, ctx: Context) -> None:
-        if is_device(ctx, node.expression):
+        if is_device(ctx, node.expression) and not failure_message(node, ctx):
             ctx.report(self, node.expression)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         func = node.func
+        if failure_message(node, ctx):
+            return
         if isinstance(func, cst.Name) and func.value in _FORMAT_BUILTINS:
             for arg in node.args:
                 if is_device(ctx, arg.value):
@@ -231,7 +238,8 @@ class PrintDeviceValue(Rule):
                     ctx.report(self, arg.value)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation, ctx: Context) -> None:
-        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)):
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString)) \
+                and not failure_message(node, ctx):
             operands = node.right.elements if isinstance(node.right, cst.Tuple) else None
             targets = [e.value for e in operands] if operands is not None else [node.right]
             for target in targets:

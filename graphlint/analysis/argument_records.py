@@ -1,5 +1,5 @@
 """What a call passes for each argument, as far as None goes: None, certainly not None, or
-the caller's own parameter passed on (graphlint.callgraph.argument_states joins the records of
+the caller's own parameter passed on (graphlint.callgraph.arguments.argument_states joins the records of
 the calls that reach a captured function).
 
 States: NONE ("N"), SET ("V": an arithmetic result, a container, a tensor method's result), a

@@ -6,7 +6,7 @@ not None and 0.0 in attention_mask:` guards the membership test with (`attention
 None); `else:` of `if self.model.config.model_type == ModelType.Flamingo:` guards its arm with
 that test false. The same walk marks a capture site with the tests it sits under. The call
 graph then knows, for a captured function, what every call that reaches it passes
-(graphlint.callgraph.argument_states) and which configuration tests hold wherever the capture
+(graphlint.callgraph.arguments.argument_states) and which configuration tests hold wherever the capture
 happens; a finding whose guard contradicts either lies in code the capture never runs.
 
 Guards are (key, state) pairs: (a plain name, NONE | SET) for a None test, (a plain name,

@@ -77,6 +77,7 @@ class ImportMap:
     aliases: dict[str, str] = field(default_factory=dict)
     # Relative imports keep their dots (".moe.route"); the call graph resolves them per package.
     relative: dict[str, str] = field(default_factory=dict)
+    stars: list[str] = field(default_factory=list)  # the modules of `from m import *`
 
     def add(self, node: cst.Import | cst.ImportFrom) -> None:
         if isinstance(node, cst.Import):
@@ -91,6 +92,8 @@ class ImportMap:
         level = len(node.relative)
         base = _module_name(node.module)
         if isinstance(node.names, cst.ImportStar):
+            # `from .communication_op import *`: the names it re-exports are found through it.
+            self.stars.append("." * level + base)
             return
         for alias in node.names:
             name = _module_name(alias.name)

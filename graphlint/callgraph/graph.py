@@ -29,11 +29,14 @@ from typing import Any, Mapping, Sequence
 from graphlint.analysis import catalog
 from graphlint.analysis.arm_guards import contradicts
 from graphlint.callgraph import recorded
-from graphlint.callgraph.argument_states import ArgumentStates, bound_call
-from graphlint.callgraph.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
+from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
+from graphlint.callgraph.roots.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
                                                compiled_only, incomplete_sites, is_parameter, passed_by_reached,
                                                passing_files, root_calls, site_conditions, warmed_by_caller)
-from graphlint.callgraph.values import DICT, DYN, EXT, FN, INST, LIST, PEXT, TUPLE, Project
+from graphlint.callgraph.roots.fallback_roots import covered_files, forward_roots, is_module
+from graphlint.callgraph.arguments.narrowing import narrow_parameters
+from graphlint.callgraph.outside import outside_model
+from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
 from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
@@ -42,7 +45,6 @@ from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Place
 # Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
 # type they are far more likely the tensor's or the module's own.
 _TENSOR_METHODS = catalog.names("modules", "shared_methods")
-_NN = catalog.prefix("namespaces", "nn")
 
 
 class EntryPointError(ConfigError):
@@ -67,6 +69,9 @@ class CallGraph:
     # Capture sites whose region could not be followed to its end: {path, function, line,
     # message, reason, calls}, reported as GL905 and making the audit INCOMPLETE.
     incomplete: list[dict[str, Any]] = field(default_factory=list)
+    # A capture's model is not known (its callee, or a model the captured code calls, is not
+    # followed): it may be any linted module, the applications' included.
+    model_unknown: bool = False
 
 
 # ----- regions ----------------------------------------------------------------------------------
@@ -128,76 +133,6 @@ def _resolve_entries(project: Project, config: Config) -> list[tuple]:
     return entries
 
 
-def _is_module(project: Project, cls: tuple[str, str]) -> bool:
-    """An nn.Module subclass, as far as the linted files tell (a base from torch.nn, or a
-    project base outside the lint named like a module or model)."""
-    for base in project.mro(cls)[1]:
-        name = base[1]
-        if name.startswith(_NN) or name.endswith(("Module", "Model", "PreTrainedModel", "Layer")):
-            return True
-    return False
-
-
-def _submodule_classes(project: Project) -> set[tuple[str, str]]:
-    """Linted classes that another linted class holds as an attribute (`self.lm_head =
-    ParallelLMHead(...)`, items of a ModuleList): their forward runs where the holder calls it."""
-    held: set[tuple[str, str]] = set()
-
-    def collect(values: frozenset, depth: int = 0) -> None:
-        for value in values:
-            if value[0] == INST:
-                held.add(value[1])
-            elif value[0] == LIST and depth < 3:
-                collect(value[1], depth + 1)
-            elif value[0] == TUPLE and depth < 3:
-                for part in value[1]:
-                    collect(part, depth + 1)
-            elif value[0] == DICT and depth < 3:
-                collect(value[2], depth + 1)
-
-    for cls, info in project.classes.items():
-        for attr, assigned in info["attrs"].items():
-            for method, expr in assigned:
-                if type(expr) is tuple and expr[:1] == ("ann",):
-                    continue  # a declared type says nothing about what the module builds
-                scope = (cls[0], method, cls) if method else (cls[0], None, None)
-                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls))
-    return held
-
-
-def _import_closure(project: Project, paths: set[str]) -> set[str]:
-    """The linted files `paths` import, directly or not (themselves included)."""
-    seen: set[str] = set()
-    stack = list(paths)
-    while stack:
-        path = stack.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        stack.extend(project.imported_files(path) - seen)
-    return seen
-
-
-def _forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tuple[tuple, str]]:
-    """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
-    submodule (an LM head or a sampler held by the model and called outside its forward is not
-    per-step unless a forward reaches it). Modules in `covered` files (what the files holding a
-    resolved capture site import) are left to the capture sites."""
-    roots = []
-    held: set[tuple[str, str]] | None = None
-    for cls, info in project.classes.items():
-        if cls[0] in covered:
-            continue
-        key = (cls[0], f"{cls[1]}.forward")
-        if "forward" in info["methods"] and key in project.functions and _is_module(project, cls):
-            if held is None:
-                held = _submodule_classes(project)
-            if cls not in held:
-                why = "no capture site imports its file" if covered else "no resolved capture site"
-                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
-    return roots
-
-
 def _display_names(project: Project) -> dict[tuple[str, str], str]:
     """qualname, or module:qualname where two linted files define the same qualname."""
     counts: dict[str, int] = {}
@@ -216,13 +151,22 @@ def build(files: Sequence[Mapping[str, Any]], config: Config) -> CallGraph:
     """Regions of every linted function from the roots (capture sites, configured entry points
     and markers, nn.Module forwards where needed); raises EntryPointError when an entry point
     names nothing. A call in an arm the captured step never takes (`else:` of `if spec:` where
-    every call passes `spec=True`) is not followed: the regions are built again without it."""
+    every call passes `spec=True`) is not followed, and a parameter annotated with a base class
+    holds only the subclasses the region's calls pass (graphlint.callgraph.arguments.narrowing): the
+    regions are built again with both."""
     project = Project(files, Path(config.root))
     entries = _resolve_entries(project, config)
     dead: frozenset = frozenset()
-    for _ in range(_MAX_PRUNES):
-        graph, found = _build(files, config, project, entries, dead)
-        if found <= dead:
+    applications = True
+    for _ in range(_MAX_PRUNES + 1):
+        graph, found, narrowed = _build(files, config, project, entries, dead, applications)
+        if applications and graph.model_unknown:
+            # A captured model not followed may be any module the applications hold: their
+            # modules are roots again, and what the smaller regions pruned is not known.
+            applications, dead = False, frozenset()
+            project.widen()
+            continue
+        if found <= dead and not narrowed:
             break
         dead = dead | found
     return graph
@@ -241,7 +185,7 @@ def _dead_calls(project: Project, per_step: set, known: Mapping) -> frozenset:
 
 
 def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project, entries: list,
-           dead: frozenset) -> tuple[CallGraph, frozenset]:
+           dead: frozenset, applications: bool) -> tuple[CallGraph, frozenset, bool]:
     graph = CallGraph()
     names = graph.names = _display_names(project)
     unresolved: dict[tuple, dict] = {}
@@ -252,15 +196,15 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
                                                              arguments.functions)
     has_sites = bool(sites)
     if blind or not has_sites:
-        fallback = _forward_roots(project)
+        fallback = forward_roots(project)
     else:
         # A capture site speaks for the code its file can reach, not for a whole tree of
         # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
         # The files that hand the step to a capturing function or class (`CUDAGraphed(self.encoder)`,
         # `capture(self.forward_decode)`) and the captured functions' own files belong to it too.
         involved = {key[0] for key, *_ in sites} | {target[1][0] for *_, site_roots, _ in sites for target in site_roots}
-        covered = _import_closure(project, involved | passing_files(project, [key for key, *_ in sites]))
-        fallback = _forward_roots(project, covered)
+        covered = covered_files(project, involved | passing_files(project, [key for key, *_ in sites]), applications)
+        fallback = forward_roots(project, covered)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
@@ -306,13 +250,16 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
     graph.unresolved = sorted(unresolved.values(), key=lambda u: (u["path"], u["caller"], u["call"]))
     graph.incomplete = incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
+    graph.model_unknown = blind or bool(walk.module_calls) or any(
+        region.get(caller) == CAPTURED and not _in_a_module(project, _scope_of(project, caller))
+        for caller, _ in unresolved)  # a runner's call not followed: its model, perhaps
     graph.warmed_up = warmed_by_caller(project)
-    return graph, _dead_calls(project, per_step, known)
+    return graph, _dead_calls(project, per_step, known), narrow_parameters(project, arguments, graph.order)
 
 
 def _some_module(project: Project, func: Any, scope: tuple) -> bool:
     """A call of a module whose class is not known: `m.forward(...)` or `m(...)` where `m` is
-    annotated nn.Module, or `.forward(...)` on any receiver graphlint cannot follow. An element
+    annotated nn.Module or a library's model, or `.forward(...)` on any receiver graphlint cannot follow. An element
     of a container (`self.layers[i](x)`, `modules[k].forward(x)`) is one of this model's own
     layers, not a model built elsewhere."""
     receiver = func[1] if type(func) is tuple and func[0] == "a" else None
@@ -321,13 +268,18 @@ def _some_module(project: Project, func: Any, scope: tuple) -> bool:
     if receiver is not None and func[2] == "forward":
         return True
     values = project.eval(receiver if receiver is not None and func[2] == "__call__" else func, scope)
-    return any(value == (DYN, _ANY_MODULE) for value in values)
+    return any(value == (DYN, _ANY_MODULE) or outside_model(value) for value in values)
+
+
+def _scope_of(project: Project, key: tuple[str, str]) -> tuple:
+    owner = project.functions.get(key, {}).get("class")
+    return (key[0], key[1], (key[0], owner) if owner else None)
 
 
 def _in_a_module(project: Project, scope: tuple) -> bool:
     """Whether the function is a method of an nn.Module (a layer calling its own submodules),
     as opposed to a runner or an engine that calls the model."""
-    return scope[2] is not None and scope[2] in project.classes and _is_module(project, scope[2])
+    return scope[2] is not None and scope[2] in project.classes and is_module(project, scope[2])
 
 
 def _indexed(expr: Any) -> bool:
@@ -349,7 +301,7 @@ def _stand_in_roots(project: Project, walk: "_Walk", arguments: ArgumentStates) 
     texts = {callee_text(func) for _, _, func in calls}
     shown = "`, `".join(sorted(texts)[:3])
     roots = []
-    for root, _ in _forward_roots(project):
+    for root, _ in forward_roots(project):
         if root[1] in walk.region:
             continue
         for caller, index, func in calls:
@@ -510,6 +462,8 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
             unknown = value
         elif tag == EXT:
             graph.external_calls += 1
+            if outside_model(value) and not targets:  # beside linted code: the loader's own result
+                reasons.append(f"`{value[1]}` is a model or layer outside the linted files")
         elif tag == INST and not targets:
             outside = [b[1] for b in project.mro(value[1])[1] if b[0] == PEXT]
             if outside:

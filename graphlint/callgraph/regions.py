@@ -25,7 +25,7 @@ class Placement:
     reached_via: tuple[str, ...] = ()
     reason: str = ""  # why: "capture site at path:line", "forward of nn.Module X", "configured host", ...
     # (parameter, "N" | "V"): what every call that reaches the function in its region passes
-    # for that parameter, None-wise (graphlint.callgraph.argument_states).
+    # for that parameter, None-wise (graphlint.callgraph.arguments.argument_states).
     known: tuple[tuple[str, str], ...] = ()
     # Captured only through torch.compile (Inductor's CUDA graphs), never by stream capture.
     compiled: bool = False

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.regions import module_name
-
 from graphlint.callgraph.calls import CallResults
 from graphlint.callgraph.module_names import namespace_parents, package_module
+from graphlint.callgraph.outside import outside_model
+from graphlint.callgraph.regions import module_name
 from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LAMBDA,  # noqa: F401
                                       LIST, MOD, PEXT, SUPER, TUPLE, join as _join)
 
@@ -62,7 +62,7 @@ class Project(CallResults):
         self.imports: dict[str, dict[str, str]] = {}
         self.globals: dict[str, dict[str, tuple]] = {}
         self.markers: dict[tuple[str, str], str | None] = {}
-        # Each function's call facts as the file gave them (graphlint.callgraph.argument_states
+        # Each function's call facts as the file gave them (graphlint.callgraph.arguments.argument_states
         # reads what its calls pass).
         self.function_facts: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.method_names: dict[str, list[str]] = {}
@@ -126,10 +126,10 @@ class Project(CallResults):
         self._subclasses: dict[tuple[str, str], list[tuple[str, str]]] | None = None
         self._sites: dict[str, list[tuple[tuple, tuple]]] | None = None
         self._passing: set[tuple] = set()
-        # What a parameter's call sites pass, by (path, qualname, index, param), and the
-        # functions a set of values runs when called: asked again for every scope (self class)
-        # a function is evaluated in, the same each time.
+        # What a parameter's call sites pass, by (path, qualname, index, param), and the functions a
+        # set of values runs when called: asked again for every scope a function is evaluated in.
         self._passed: dict[tuple, frozenset] = {}
+        self.narrowing: dict[tuple[str, str, str], frozenset] = {}  # graphlint.callgraph.arguments.narrowing
         self._targets: dict[frozenset, tuple] = {}
         self._run_keys: dict[frozenset, frozenset] = {}  # calls._functions_run
         self._class_keys: dict[frozenset, frozenset] = {}  # calls._classes_of
@@ -258,7 +258,7 @@ class Project(CallResults):
                     declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
                         else set()
                     if declared and not all(_uninformative(v) for v in declared):
-                        found |= declared
+                        found |= self.narrowed(declared, path, qualname, param)
                     else:
                         # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
                         passed = self.passed_arguments(path, qualname, index, param)
@@ -294,6 +294,8 @@ class Project(CallResults):
         target = self.imports.get(path, {}).get(name)
         if target is not None:
             return self.resolve_import(path, target)
+        if self.star_defines(path, name):
+            return self.star_value(path, name)
         if name in _BUILTINS:
             return {(BUILTIN, name)}
         return {(DYN, f"undefined name `{name}`")}
@@ -402,7 +404,7 @@ class Project(CallResults):
             return {(FN, key, self_class or owner)}
         found: set = set()
         for owner in order:
-            for method, expr in self.classes[owner]["attrs"].get(attr, ()):
+            for method, expr in self.assignments(owner, attr, order):
                 scope = (owner[0], method, self_class or owner) if method else (owner[0], None, None)
                 found |= self.eval(expr, scope)
         if found:
@@ -446,10 +448,8 @@ class Project(CallResults):
         return out
 
     def _module_attr(self, module: str, attr: str) -> set:
-        submodule = f"{module}.{attr}"
-        path = self.modules[module]
-        if (path, attr) in self.classes or (path, attr) in self.functions or attr in self.globals.get(path, {}) \
-                or attr in self.imports.get(path, {}):
+        submodule, path = f"{module}.{attr}", self.modules[module]
+        if self.module_defines(path, attr) or self.star_defines(path, attr):
             return self.module_name_value(path, attr)
         if submodule in self.modules:
             return {(MOD, submodule)}
@@ -547,10 +547,10 @@ class Project(CallResults):
         out: set = set()
         callee = expr[1]
         if type(callee) is tuple and callee[0] == "a" and callee[2] in RETURNS_RECEIVER:
-            # `Model(cfg).to(device)`: a module method the linted class does not override
-            # returns the module itself.
+            # `Model(cfg).to(device)`: a module method the linted class does not override (or a
+            # library's model's) returns the module itself.
             out.update(value for value in self.eval(callee[1], scope)
-                       if value[0] == INST and not self.defines(value[1], callee[2]))
+                       if (value[0] == INST and not self.defines(value[1], callee[2])) or outside_model(value))
         if type(callee) is tuple and callee[0] == "a" and callee[2] in CONSTRUCTS_CLASS:
             # `Model.from_pretrained(path)`, inherited from a library base: an instance of Model.
             out.update((INST, value[1]) for value in self.eval(callee[1], scope)

@@ -1,5 +1,6 @@
 """Small helpers the rule modules share for reading calls: method names, receivers, positional
-and keyword arguments, and whether a value may be or is a device tensor."""
+and keyword arguments, whether a value may be or is a device tensor, and whether a node only
+runs when the step fails."""
 from __future__ import annotations
 
 import functools
@@ -50,3 +51,15 @@ def first_arg(call: cst.Call, name: str | None = None) -> cst.BaseExpression | N
     if args:
         return args[0]
     return keyword(call, name) if name else None
+
+
+def failure_message(node: cst.CSTNode, ctx: Context) -> bool:
+    """Inside a `raise` or an assert's message: formatted only when the step fails, never on
+    a step that runs (`raise NotImplementedError(f"mask={attention_mask}")`)."""
+    chain = [*ctx.parents, node]
+    for index, parent in enumerate(chain[:-1]):
+        if isinstance(parent, cst.Raise):
+            return True
+        if isinstance(parent, cst.Assert) and chain[index + 1] is parent.msg:
+            return True
+    return False

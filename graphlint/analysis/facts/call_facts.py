@@ -18,6 +18,9 @@ from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.facts.function_walker import MAX_PER_NAME, FunctionWalker
 from graphlint.analysis.names import class_bases, dotted
 
+# The pseudo-function holding a module's top-level calls (not an identifier: no function has it).
+MODULE_SCOPE = "<module>"
+STAR_IMPORT = "*"
 
 
 def _decorators(node: cst.FunctionDef) -> list[str]:
@@ -174,13 +177,35 @@ def _callgraph_facts(module: cst.Module, imports: Any, functions: Sequence[Any],
         if walker.once:
             entry["once"] = walker.once
         out_functions[qualname] = entry
+    module_calls = _module_calls(module)
+    if module_calls is not None:
+        out_functions[MODULE_SCOPE] = module_calls
     _drop_unused_locals(out_functions, classes)
     return {
-        "imports": {**imports.aliases, **imports.relative},
+        # A star import under a key no name can have ("*0"): the import closure follows it.
+        "imports": {**imports.aliases, **imports.relative,
+                    **{f"{STAR_IMPORT}{index}": target for index, target in enumerate(imports.stars)}},
         "classes": classes,
         "functions": out_functions,
         "globals": _module_globals(module),
     }
+
+
+def _module_calls(module: cst.Module) -> dict[str, Any] | None:
+    """The calls of the module's own statements, as a function of no parameters named
+    MODULE_SCOPE: a script builds its engine there (`model = Model.from_pretrained(...)` under
+    `if __name__ == "__main__":`, then `Engine(model, cache)`), so they are call sites whose
+    arguments the called functions' parameters hold. Nothing calls it, so it is in no region;
+    its names are the module's globals, so it keeps no locals of its own."""
+    walker = FunctionWalker(None, lambda attr, value: None)
+    for stmt in module.body:
+        walker.statement(stmt)
+    if not any(len(call) > 2 for call in walker.calls):
+        return None
+    entry: dict[str, Any] = {"params": [], "calls": walker.calls}
+    if walker.call_args:
+        entry["args"] = [resolve_record(record, set(), None, walker.name_states) for record in walker.call_args]
+    return entry
 
 
 def _default_values(node: cst.FunctionDef) -> dict[str, Any]:
@@ -260,18 +285,22 @@ def _drop_plain_arguments(function: dict[str, Any]) -> None:
     """A call's name-like arguments stay only when they may hold a function, a module or a
     container: not a local bound only to computed values or constants."""
     env = function.get("env", {})
+    def plain(arg: Any) -> bool:
+        return type(arg) is str and arg in env and all(_is_constant(e) for e in env[arg])
+
     for call in function["calls"] + function.get("once", []):
-        if len(call) == 3 and call[0] == "c" and not _arg_aware(call[1]):
+        if len(call) in (3, 4) and call[0] == "c" and not _arg_aware(call[1]):
             # A parameter stays: a step handed on to the function that captures it
             # (`self._capture(decode_func, ...)`) is followed back to what its callers pass.
-            kept = [None if type(arg) is str and arg in env and all(_is_constant(e) for e in env[arg])
-                    else arg for arg in call[2]]
+            kept = [None if plain(arg) else arg for arg in call[2]]
             while kept and kept[-1] is None:
                 kept.pop()
-            if kept:
-                call[2] = kept
-            else:
-                call.pop()
+            keywords = {name: arg for name, arg in (call[3] if len(call) == 4 else {}).items() if not plain(arg)}
+            del call[2:]
+            if kept or keywords:
+                call.append(kept)
+            if keywords:
+                call.append(keywords)
 
 
 def _arg_aware(func: Any) -> bool:

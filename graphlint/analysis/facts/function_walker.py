@@ -270,6 +270,22 @@ class FunctionWalker:
             else:
                 stack.extend(c for c in node.children if isinstance(c, cst.BaseExpression))
 
+    def _merge_keywords(self, key: str, keywords: dict) -> None:
+        """The same call met again with other name-like keyword arguments: the one entry passes
+        either (a call that leaves a keyword out passes its default)."""
+        records, index = self._call_index[key]
+        entry = (self.once if records is self.once_args else self.calls)[index]  # appended together
+        if len(entry) == 3:
+            entry.append({})
+        for name, ref in keywords.items():
+            known = entry[3].get(name)
+            if known is None:
+                entry[3][name] = ref
+            elif known != ref:
+                options = known[1] if type(known) is list and known[:1] == ["u"] else [known]
+                if ref not in options:
+                    entry[3][name] = ["u", [*options, ref]]
+
     def _call(self, node: cst.Call) -> None:
         func = node.func
         if type(func) is cst.Attribute and func.attr.value in _MUTATORS and node.args:
@@ -295,9 +311,19 @@ class FunctionWalker:
                 refs.append(reference(arg.value))
             while refs and refs[-1] is None:
                 refs.pop()
-            if refs:
+            # Name-like keyword arguments too: a cache or a model handed down the layers
+            # (`self.self_attn(x, graph_cache=graph_cache)`) says what the callee's parameter holds.
+            keywords = {arg.keyword.value: ref for arg in node.args if arg.keyword is not None
+                        for ref in (reference(arg.value),) if ref is not None}
+            if refs or keywords:
                 encoded.append(refs)
-        key = repr(encoded)
+            if keywords:
+                encoded.append(keywords)
+            key = repr(encoded[:3])
+            if keywords and key in self._seen_calls:
+                self._merge_keywords(key, keywords)
+        else:
+            key = repr(encoded)
         if key not in self._seen_calls:
             self._seen_calls.add(key)
             # A one-time call (lazy set-up, a capture made once per batch size) is not followed

@@ -12,8 +12,9 @@ from typing import Any, Mapping, Sequence
 
 from graphlint.analysis.argument_records import NONE, SET
 from graphlint.analysis.arm_guards import FAILS, HOLDS
-from graphlint.callgraph.argument_states import ArgumentStates, bound_call
+from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.calls import last_name
+from graphlint.callgraph.outside import outside_model
 from graphlint.callgraph.values import BUILTIN, CLS, EXT, FN, INST, Project
 
 
@@ -93,9 +94,11 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                     blind = True
                     text = callee_text(expr)
                     missing.append(text)
+                    model = next((v[1] for v in values if outside_model(v)), None)
+                    what = f"runs `{model}`, a model outside the linted files" if model else "cannot be resolved"
                     unresolved.setdefault((key, text), {
                         "path": key[0], "caller": names.get(key, key[1]), "call": text,
-                        "reason": f"the callee of the capture site at {where} cannot be resolved; "
+                        "reason": f"the callee of the capture site at {where} {what}; "
                                   f"every nn.Module forward is checked instead"})
             roots.extend((target, reason) for target in site_roots)
             sites.append((key, line, reason, site_roots, missing))
@@ -106,8 +109,10 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
 
 def _library_value(value: tuple) -> bool:
     """A library's callable (`range`, `torch.cuda.set_device`, a stream's method), as opposed to
-    code loaded by name at run time (`getattr(importlib.import_module(name), "Model")()`)."""
-    return value[0] == BUILTIN or (value[0] == EXT and not str(value[1]).startswith(_DYNAMIC_LOADS))
+    code loaded by name at run time (`getattr(importlib.import_module(name), "Model")()`) and a
+    model another library builds (graphlint.callgraph.outside.outside_model)."""
+    return value[0] == BUILTIN or (value[0] == EXT and not str(value[1]).startswith(_DYNAMIC_LOADS)
+                                   and not outside_model(value))
 
 
 # Library calls that load code by name: what they return is the project's, not the library's.

@@ -1,0 +1,115 @@
+"""The roots a project gets where no capture site speaks for its code: the forward of every
+top-level nn.Module, outside what the resolved capture sites cover.
+
+A capture site speaks for the code its files import, and for the code of the applications
+that use the captured model: a serving engine that imports the model and its audio tokenizer
+runs the tokenizer eagerly around the replays, so the tokenizer's modules are not roots. In a
+tree of unrelated models linted together (one model compiled with reduce-overhead among
+hundreds), the other models' forwards still are.
+"""
+from __future__ import annotations
+
+from graphlint.analysis import catalog
+from graphlint.callgraph.values import DICT, FN, INST, LIST, TUPLE, Project
+
+_NN = catalog.prefix("namespaces", "nn")
+
+
+def is_module(project: Project, cls: tuple[str, str]) -> bool:
+    """An nn.Module subclass, as far as the linted files tell (a base from torch.nn, or a
+    project base outside the lint named like a module or model)."""
+    for base in project.mro(cls)[1]:
+        name = base[1]
+        if name.startswith(_NN) or name.endswith(("Module", "Model", "PreTrainedModel", "Layer")):
+            return True
+    return False
+
+
+def submodule_classes(project: Project) -> set[tuple[str, str]]:
+    """Linted classes that another linted class holds as an attribute (`self.lm_head =
+    ParallelLMHead(...)`, items of a ModuleList): their forward runs where the holder calls it."""
+    held: set[tuple[str, str]] = set()
+
+    def collect(values: frozenset, depth: int = 0) -> None:
+        for value in values:
+            if value[0] == INST:
+                held.add(value[1])
+            elif value[0] == LIST and depth < 3:
+                collect(value[1], depth + 1)
+            elif value[0] == TUPLE and depth < 3:
+                for part in value[1]:
+                    collect(part, depth + 1)
+            elif value[0] == DICT and depth < 3:
+                collect(value[2], depth + 1)
+
+    for cls, info in project.classes.items():
+        for attr, assigned in info["attrs"].items():
+            for method, expr in assigned:
+                if type(expr) is tuple and expr[:1] == ("ann",):
+                    continue  # a declared type says nothing about what the module builds
+                scope = (cls[0], method, cls) if method else (cls[0], None, None)
+                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls))
+    return held
+
+
+def import_closure(project: Project, paths: set[str]) -> set[str]:
+    """The linted files `paths` import, directly or not (themselves included)."""
+    seen: set[str] = set()
+    stack = list(paths)
+    while stack:
+        path = stack.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        stack.extend(project.imported_files(path) - seen)
+    return seen
+
+
+def forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tuple[tuple, str]]:
+    """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
+    submodule (an LM head or a sampler held by the model and called outside its forward is not
+    per-step unless a forward reaches it). Modules in `covered` files (what the files holding a
+    resolved capture site import) are left to the capture sites."""
+    roots = []
+    held: set[tuple[str, str]] | None = None
+    for cls, info in project.classes.items():
+        if cls[0] in covered:
+            continue
+        key = (cls[0], f"{cls[1]}.forward")
+        if "forward" in info["methods"] and key in project.functions and is_module(project, cls):
+            if held is None:
+                held = submodule_classes(project)
+            if cls not in held:
+                why = "no capture site imports its file" if covered else "no resolved capture site"
+                roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
+    return roots
+
+
+def covered_files(project: Project, involved: set[str], applications: bool = True) -> set[str]:
+    """The files whose modules the capture sites speak for: what `involved` (the capture sites'
+    and the captured functions' files) import, and what each application importing them
+    imports, and the files nothing imports in their folders. An application is a file that
+    defines no nn.Module and is not a package's `__init__` (a re-export says nothing of what
+    runs together). Without `applications`, only what `involved` imports."""
+    if not applications:
+        return import_closure(project, involved)
+    importers: dict[str, set[str]] = {}
+    for path in project.module_of:
+        for imported in project.imported_files(path):
+            importers.setdefault(imported, set()).add(path)
+    users: set[str] = set()
+    stack = list(involved)
+    while stack:
+        path = stack.pop()
+        for importer in importers.get(path, ()):
+            if importer not in users and importer not in involved:
+                users.add(importer)
+                stack.append(importer)
+    defines_module = {cls[0] for cls in project.classes if is_module(project, cls)}
+    applications = {path for path in users if path not in defines_module and not path.endswith("__init__.py")}
+    covered = import_closure(project, involved | applications)
+    # A file nothing imports, beside covered ones (an older version of a quantizer left in
+    # the tokenizer's package), belongs to their component, not to another model.
+    folders = {path.rpartition("/")[0] for path in covered}
+    orphans = {path for path in project.module_of if path not in importers and path.rpartition("/")[0] in folders}
+    return covered | orphans
