@@ -276,3 +276,74 @@ def test_with_the_captured_model_unknown_the_applications_modules_are_checked(tm
 
     assert ("GL101", _line(TOKENIZER, "MARK-codec")) in found("load_model()")
     assert not found("Model()")
+
+
+LAMBDA_BACKEND = '''
+import torch
+from torch import nn
+
+
+class Model(nn.Module):
+    def verify(self, x):
+        return x[: int(x.sum().item())]  # MARK-verify
+
+
+class Other(nn.Module):
+    def verify(self, x):
+        return x
+
+
+class Backend:
+    def __init__(self):
+        self.model = Model()
+        self.model_forward = lambda model, x: model.verify(x)
+        self.draft_forward = {n: (lambda model, x: model(x)) for n in (1, 2)}
+
+    def compile(self):
+        self.model_forward = torch.compile(self.model_forward, mode="reduce-overhead")
+
+    def step(self, x):
+        return self.model_forward(model=self.model, x=x)
+'''
+
+
+def test_a_compiled_lambda_runs_what_its_callers_hand_it(tmp_path):
+    # Several linted classes define `verify`: the lambda's parameter holds what `step` passes.
+    result = _check(tmp_path, {"backend.py": LAMBDA_BACKEND})
+    assert not [f for f in result.findings if f.rule == "GL905"]
+    assert ("GL101", _line(LAMBDA_BACKEND, "MARK-verify")) in _found(result, "backend.py")
+
+
+CUDAGRAPH_MODELS = '''
+import torch
+from caches import GrowingCache, StaticCache
+
+
+class Llama:
+    def alloc(self):
+        self.kv_cache = GrowingCache()
+
+    def step(self, x):
+        return self.kv_cache.update(x)
+
+
+class LlamaCudagraph(Llama):
+    def alloc(self):
+        {body}
+
+    def capture(self, x):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            self.out = self.step(x)
+        self.g = g
+'''
+
+
+def test_an_attribute_a_subclass_sets_in_its_own_override_is_the_only_one_it_holds(tmp_path):
+    own = CUDAGRAPH_MODELS.format(body="self.kv_cache = StaticCache()")
+    assert _found(_check(tmp_path / "own", {"caches.py": CACHES, "models.py": own}), "caches.py") == {
+        ("GL101", _line(CACHES, "MARK-static"))}
+    # Calling the base's alloc too: both caches.
+    chained = CUDAGRAPH_MODELS.format(body="super().alloc()\n        self.kv_cache = StaticCache()")
+    assert _found(_check(tmp_path / "chained", {"caches.py": CACHES, "models.py": chained}), "caches.py") == {
+        ("GL101", _line(CACHES, "MARK-static")), ("GL101", _line(CACHES, "MARK-growing"))}

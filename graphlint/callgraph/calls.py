@@ -29,6 +29,10 @@ WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 # A function called from more places than this says little about what one call passes.
 _MAX_CALL_SITES = 8
 _MAX_STAR_DEPTH = 3  # star imports of star imports followed
+TENSOR_METHODS = catalog.names("modules", "shared_methods")
+# At most this many linted classes may define a method for a call on an unknown receiver to
+# reach them all (graphlint/data/call_graph.toml says why).
+MAX_CANDIDATES = catalog.call_graph("candidates", "max_classes")
 
 
 def last_name(expr: Any) -> str:
@@ -38,6 +42,17 @@ def last_name(expr: Any) -> str:
     if type(expr) is tuple and expr and expr[0] == "a":
         return expr[2]
     return ""
+
+
+def _unbind(expr: Any, params: Sequence[str]) -> Any:
+    """`expr` with a lambda's parameters made unknown (where they are read, not attribute names)."""
+    if type(expr) is str:
+        return ("?",) if expr in params else expr
+    if type(expr) is tuple and expr[:1] == ("a",):
+        return ("a", _unbind(expr[1], params), expr[2])
+    if type(expr) is tuple and expr[:1] in (("ix",), ("s",), ("i",)):
+        return (expr[0], _unbind(expr[1], params), *expr[2:])
+    return expr
 
 
 class CallResults:
@@ -55,6 +70,7 @@ class CallResults:
     _memo: dict
     _targets: dict
     narrowing: dict
+    method_names: dict
 
     def passed_arguments(self, path: str, qualname: str, index: int, param: str,
                          by_caller: dict | None = None) -> set:
@@ -121,6 +137,69 @@ class CallResults:
                     last_name(call[1]) == name and not (type(call[1]) is tuple and call[1][1] == "self")
                     for call in function["calls"] + function["once"])
         return False
+
+    def candidates(self, func_expr: Any) -> list[tuple]:
+        """Every linted method named as the call's attribute, when only a few classes define it
+        (`self.attn_backend.forward_decode(...)` on a backend chosen at run time). Tensor methods
+        that modules share (`to`, `float`) and dunders say nothing of the receiver's type."""
+        if not (type(func_expr) is tuple and func_expr[0] == "a"):
+            return []
+        method = func_expr[2]
+        if method in TENSOR_METHODS or method.startswith("__"):
+            return []
+        owners = self.method_names.get(method, ())
+        if not owners or len(owners) > MAX_CANDIDATES:
+            return []
+        found: list[tuple] = []
+        for qualified in owners:
+            owner, _, _ = qualified.rpartition(".")
+            for cls in self.classes_named(owner):
+                if method in self.classes[cls]["methods"]:
+                    key = (cls[0], qualified)
+                    if key in self.functions:
+                        decorators = self.functions[key]["decorators"]
+                        if "property" not in decorators and "cached_property" not in decorators:
+                            found.append((FN, key, cls))
+        return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
+
+    def lambda_call(self, value: tuple) -> tuple | None:
+        """The call a lambda's body makes, its parameters unknown (`lambda model, x:
+        model.verify(x)`: `model` is what the lambda's callers pass), and the scope it is made in."""
+        body, scope, params = value[1], value[2], value[3] if len(value) > 3 else ()
+        if not (type(body) is tuple and body[:1] == ("c",)):
+            return None
+        return ("c", _unbind(body[1], params)), scope
+
+    def lambda_targets(self, value: tuple, sites: Sequence[tuple] = ()) -> list[tuple]:
+        """What calling a lambda runs: its body's callee, with a parameter it calls (`model` of
+        `lambda model, x: model.verify(x)`) holding what the calls `sites` ((call, scope) pairs)
+        pass; else the few methods of that name."""
+        found = self.lambda_call(value)
+        if found is None:
+            return []
+        call, scope = found
+        params = value[3] if len(value) > 3 else ()
+        attrs: list[str] = []
+        root = value[1][1]
+        while type(root) is tuple and root[:1] == ("a",):
+            attrs.insert(0, root[2])
+            root = root[1]
+        if type(root) is str and root in params and sites:
+            held: set = set()
+            for site, site_scope in sites:
+                args = site[2] if len(site) > 2 else ()
+                kwargs = dict(site[3]) if len(site) > 3 else {}
+                position = params.index(root)
+                if root in kwargs:
+                    held |= self.eval(kwargs[root], site_scope)
+                elif position < len(args) and args[position] is not None:
+                    held |= self.eval(args[position], site_scope)
+            for attr in attrs:
+                held = self.attr(frozenset(held), attr)
+            targets = self.call_targets(frozenset(held))
+            if targets:
+                return targets
+        return self.call_targets(frozenset(self.eval(call[1], scope))) or self.candidates(call[1])
 
     def narrowed(self, declared: set, path: str, qualname: str, param: str) -> set:
         """What a parameter annotated with a linted class holds: every subclass, unless the

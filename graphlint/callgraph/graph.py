@@ -26,25 +26,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from graphlint.analysis import catalog
 from graphlint.analysis.arm_guards import contradicts
 from graphlint.callgraph import recorded
 from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
-from graphlint.callgraph.roots.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
-                                               compiled_only, incomplete_sites, is_parameter, passed_by_reached,
-                                               passing_files, root_calls, site_conditions, warmed_by_caller)
-from graphlint.callgraph.roots.fallback_roots import covered_files, forward_roots, is_module
 from graphlint.callgraph.arguments.narrowing import narrow_parameters
+from graphlint.callgraph.calls import TENSOR_METHODS
 from graphlint.callgraph.outside import outside_model
-from graphlint.callgraph.values import DYN, EXT, FN, INST, PEXT, Project
-from graphlint.config import Config, ConfigError
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
+from graphlint.callgraph.roots.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
+                                                     compiled_only, incomplete_sites, is_parameter, passed_by_reached,
+                                                     passing_files, root_calls, site_conditions, warmed_by_caller)
+from graphlint.callgraph.roots.fallback_roots import covered_files, forward_roots, is_module
+from graphlint.callgraph.values import DYN, EXT, FN, INST, LAMBDA, PEXT, Project
+from graphlint.config import Config, ConfigError
 
 
 # Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
 # type they are far more likely the tensor's or the module's own.
-_TENSOR_METHODS = catalog.names("modules", "shared_methods")
 
 
 class EntryPointError(ConfigError):
@@ -446,6 +445,16 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
     for value in values:
         tag = value[0]
         unknown: tuple | None = None
+        if tag == LAMBDA and project.lambda_call(value) is not None:
+            # `self.model_forward(model=self.model, ...)` of `lambda model, x: model.verify(x)`:
+            # what the body calls with what this call passes, else where the lambda was written.
+            found = project.lambda_targets(value, [(call, scope)])
+            maybe: list = []
+            if not found:
+                inner, inner_scope = project.lambda_call(value)
+                found, maybe = _callees(project, inner, inner_scope, caller, names, unresolved, graph)
+            targets.extend(t for t in found if t not in targets)
+            candidates.extend(c for c in maybe if c not in candidates)
         if tag == PEXT:
             receiver = value[1][: -len(func_expr[2]) - 1] if type(func_expr) is tuple and func_expr[0] == "a" and value[1].endswith(
                 "." + func_expr[2]) else ""
@@ -473,7 +482,7 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
         if unknown is not None and targets:
             continue  # resolved, with an unknown value besides (an over-approximation): not listed
         if unknown is not None:
-            found = _candidates(project, func_expr)
+            found = project.candidates(func_expr)
             if found:
                 candidates.extend(t for t in found if t not in candidates)
             else:
@@ -494,36 +503,6 @@ def _callees(project: Project, call: tuple, scope: tuple, caller: tuple[str, str
     return targets, [c for c in candidates if c not in targets]
 
 
-# At most this many linted classes may define a method for a call on an unknown receiver to
-# reach them all (graphlint/data/call_graph.toml says why).
-_MAX_CANDIDATES = catalog.call_graph("candidates", "max_classes")
-
-
-def _candidates(project: Project, func_expr: Any) -> list[tuple]:
-    """Every linted method named as the call's attribute, when only a few classes define it
-    (`self.attn_backend.forward_decode(...)` on a backend chosen at run time). Tensor methods
-    that modules share (`to`, `float`) and dunders say nothing of the receiver's type."""
-    if not (type(func_expr) is tuple and func_expr[0] == "a"):
-        return []
-    method = func_expr[2]
-    if method in _TENSOR_METHODS or method.startswith("__"):
-        return []
-    owners = project.method_names.get(method, ())
-    if not owners or len(owners) > _MAX_CANDIDATES:
-        return []
-    found: list[tuple] = []
-    for qualified in owners:
-        owner, _, _ = qualified.rpartition(".")
-        for cls in project.classes_named(owner):
-            if method in project.classes[cls]["methods"]:
-                key = (cls[0], qualified)
-                if key in project.functions:
-                    decorators = project.functions[key]["decorators"]
-                    if "property" not in decorators and "cached_property" not in decorators:
-                        found.append((FN, key, cls))
-    return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
-
-
 def _held_by_linted_instance(project: Project, func_expr: tuple, scope: tuple) -> bool:
     """Whether the call's receiver is an instance of a linted class (`self`, `self.engine`)."""
     values = project.eval(func_expr[1], scope)
@@ -541,7 +520,7 @@ def _dynamic_reason(project: Project, func_expr: tuple, value: tuple, scope: tup
             # `self.backbone(x)`: an attribute of the project's own object, called, whose value
             # graphlint could not follow (not a library method on an unannotated value).
             return f"`{callee_text(func_expr)}` holds {value[1]}, which is not known statically"
-        if not defined or method in _TENSOR_METHODS:
+        if not defined or method in TENSOR_METHODS:
             return None
         shown = ", ".join(sorted(defined)[:3]) + (", ..." if len(defined) > 3 else "")
         return f"receiver type unknown ({value[1]}); linted classes define `{method}` ({shown})"

@@ -219,7 +219,7 @@ class Project(CallResults):
         if tag == "?":
             return {(DYN, "a computed value")}
         if tag == "lam":
-            return {(LAMBDA, expr[1], scope)}
+            return {(LAMBDA, expr[1], scope, expr[2] if len(expr) > 2 else ())}
         return _EMPTY
 
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:

@@ -168,7 +168,8 @@ def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
         return ["str", value] if isinstance(value, str) else None
     if type(node) is cst.Lambda:
         body = encode(node.body, d)
-        return ["lam", body] if body is not None else None
+        params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
+        return ["lam", body, params] if body is not None else None
     if type(node) is cst.NamedExpr:
         return encode(node.value, depth)
     if type(node) is cst.Await:

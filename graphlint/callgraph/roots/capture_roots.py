@@ -15,7 +15,7 @@ from graphlint.analysis.arm_guards import FAILS, HOLDS
 from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.calls import last_name
 from graphlint.callgraph.outside import outside_model
-from graphlint.callgraph.values import BUILTIN, CLS, EXT, FN, INST, Project
+from graphlint.callgraph.values import BUILTIN, CLS, EXT, FN, INST, LAMBDA, Project
 
 
 def callee_text(expr: Any) -> str:
@@ -74,6 +74,10 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
             for expr in callees:
                 values = project.eval(expr, scope)
                 targets = project.call_targets(values)
+                for value in values:
+                    if value[0] == LAMBDA:  # `torch.compile(lambda model, x: model.verify(x))`
+                        found = project.lambda_targets(value, _calls_of_callee(project, key, expr))
+                        targets.extend(t for t in found if t not in targets)
                 if not targets and type(expr) is str:
                     # `f = torch.compile(f, ...)` rebinds the name: the function is the module's.
                     targets = project.call_targets(project.eval(expr, (key[0], None, None)))
@@ -120,6 +124,28 @@ _DYNAMIC_LOADS = ("importlib.import_module", "importlib.util.", "__import__")
 
 # Capture sites whose captured calls are in the capturing function's own body.
 _INLINE_SITES = frozenset({"cuda-graph", "capture-begin"})
+
+
+def _calls_of_callee(project: Project, key: tuple[str, str], expr: Any) -> list[tuple]:
+    """(call, scope) of the calls in the capturing function's file of what the capture compiles
+    (`self.model_forward(model=self.model, ...)` after `self.model_forward =
+    torch.compile(self.model_forward)`; an entry of a dict of them, whatever its key)."""
+    wanted = _container_of(expr)
+    found = []
+    for (path, qualname), function in project.functions.items():
+        if path != key[0]:
+            continue
+        owner = (path, function["class"]) if function["class"] else None
+        found.extend((call, (path, qualname, owner)) for call in function["calls"] + function["once"]
+                     if len(call) > 2 and _container_of(call[1]) == wanted)
+    return found
+
+
+def _container_of(expr: Any) -> Any:
+    """An indexed expression's container (`self.draft_forward[n]` -> `self.draft_forward`)."""
+    while type(expr) is tuple and expr[:1] in (("i",), ("ix",), ("s",)):
+        expr = expr[1]
+    return expr
 
 
 def _calls_of(project: Project, caller: tuple[str, str], expr: Any) -> list[int]:
