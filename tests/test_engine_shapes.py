@@ -347,3 +347,27 @@ def test_an_attribute_a_subclass_sets_in_its_own_override_is_the_only_one_it_hol
     chained = CUDAGRAPH_MODELS.format(body="super().alloc()\n        self.kv_cache = StaticCache()")
     assert _found(_check(tmp_path / "chained", {"caches.py": CACHES, "models.py": chained}), "caches.py") == {
         ("GL101", _line(CACHES, "MARK-static")), ("GL101", _line(CACHES, "MARK-growing"))}
+
+
+PATCHER = '''
+import torch
+
+
+def patch(model, compile=True):
+    if compile:
+        forward = torch.compile(model.forward, mode="reduce-overhead")
+    else:
+        forward = model.forward
+    return forward
+
+
+def main(model):
+    return patch(model, compile={flag})
+'''
+
+
+def test_a_capture_every_call_rules_out_is_no_capture_site(tmp_path):
+    never = _check(tmp_path / "never", {"patch.py": PATCHER.format(flag="False")})
+    assert not [f for f in never.findings if f.rule == "GL905"]
+    sometimes = _check(tmp_path / "sometimes", {"patch.py": PATCHER.format(flag="True")})
+    assert [f.line for f in sometimes.findings if f.rule == "GL905"] == [_line(PATCHER, "torch.compile")]

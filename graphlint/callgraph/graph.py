@@ -192,7 +192,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
     # What each captured function's parameters are, None-wise, over the calls that reach it.
     arguments = ArgumentStates(project.function_facts, lambda key: call_records(project, arguments, key))
     site_roots, orchestration, blind, sites = capture_roots(project, unresolved, names, site_calls,
-                                                             arguments.functions)
+                                                             arguments.functions, arguments)
     has_sites = bool(sites)
     if blind or not has_sites:
         fallback = forward_roots(project)

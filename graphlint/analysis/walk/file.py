@@ -561,6 +561,11 @@ def _record_call_facts(result: FileAnalysis, calls: dict, captures: dict[str, tu
                       for site in sites]
         if any(conditions):
             entry["capture_guards"] = conditions  # in the order of "captures"
+        # Tests of plain names (a parameter's flag: `if compile:`): every call of the function
+        # may rule the capture out.
+        params = [[list(g) for g in site_guards.get(id(site.node), ()) if g[0].isidentifier()] for site in sites]
+        if any(params):
+            entry["capture_name_guards"] = params
         if decorator is not None:
             entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
         if replay is not None:

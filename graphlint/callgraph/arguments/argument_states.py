@@ -154,6 +154,18 @@ class ArgumentStates:
             out = {name: EITHER for name in names}  # no capture call it fits: nothing known
         return out
 
+    def passed_states(self, key: tuple[str, str], records: list) -> dict[str, str]:
+        """What the calls of `key` whose argument records are `records` ((record, binds a
+        receiver) pairs: every call in the linted code) pass each parameter, where they agree."""
+        signature = self.signature(key)
+        names = signature.positional + signature.keyword_only
+        out: dict[str, str | None] = {}
+        for record, bound in records:
+            for binding in self._bind(signature, None, record, bound, {}) or [{}]:
+                for name in names:
+                    out[name] = _join(out.get(name), binding.get(name, EITHER))
+        return {name: state for name, state in out.items() if _known(state)}
+
     def _bind(self, signature: _Signature, caller: tuple[str, str] | None, record: Any, bound: bool,
               states: Mapping) -> list[dict[str, str | None]] | None:
         """What one call gives each parameter: one binding, or one per call site of the

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from graphlint.analysis.argument_records import NONE, SET
-from graphlint.analysis.arm_guards import FAILS, HOLDS
+from graphlint.analysis.arm_guards import FAILS, HOLDS, contradicts
 from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.calls import last_name
 from graphlint.callgraph.outside import outside_model
@@ -40,7 +40,8 @@ _SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin
 
 
 def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict | None = None,
-                   facts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None) -> tuple[list, dict, bool, list]:
+                   facts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
+                   arguments: ArgumentStates | None = None) -> tuple[list, dict, bool, list]:
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
     could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
     from the capture sites in the linted code. `calls` gets, per root, (capturing function,
@@ -48,7 +49,8 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
     site: the first two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
     where the capture does not show the call; under the key None, every call captured inline
     as (capturing function, callee expression), resolved or not. `facts`: the functions' call
-    facts, by key."""
+    facts, by key. A site under a test that what every call of its function passes rules out
+    (`if compile:` where the one call passes `compile=False`) never captures: it is none."""
     calls = {} if calls is None else calls
     facts = facts or {}
     roots: list[tuple[tuple, str]] = []
@@ -59,6 +61,7 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
         owner = (key[0], function["class"]) if function["class"] else None
         scope = (key[0], key[1], owner)
         site_guards = facts.get(key, {}).get("capture_guards") or ()
+        name_guards = facts.get(key, {}).get("capture_name_guards") or ()
         for number, (kind, line, callees) in enumerate(function.get("captures", ())):
             conditions = frozenset(tuple(g) for g in site_guards[number]) if number < len(site_guards) else frozenset()
             where = f"{key[0]}:{line}"
@@ -69,6 +72,9 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                 sites.append((key, line, reason, [(FN, key, owner)], []))
                 continue
             orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
+            if arguments is not None and number < len(name_guards) and _never_runs(
+                    project, arguments, key, frozenset(tuple(g) for g in name_guards[number])):
+                continue
             site_roots: list[tuple] = []
             missing: list[str] = []
             for expr in callees:
@@ -109,6 +115,19 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
     return roots, orchestration, blind, sites
+
+
+def _never_runs(project: Project, arguments: ArgumentStates, key: tuple[str, str], conditions: frozenset) -> bool:
+    """Whether every call of the capturing function passes what a test the site sits under
+    rules out; never when a call of it is not seen (or none is)."""
+    if not conditions:
+        return False
+    records = call_records(project, arguments, key)
+    if not records:
+        return False
+    passed = arguments.passed_states(key, records)
+    rebound = set(arguments.functions.get(key, {}).get("rebound", ()))  # tested after the body binds it again
+    return any(name in passed and name not in rebound and contradicts(state, passed[name]) for name, state in conditions)
 
 
 def _library_value(value: tuple) -> bool:
