@@ -1,7 +1,7 @@
 """Symbolic values of the call graph: what a name, an attribute or a call in the linted code
 may hold (an instance of a linted class, a function, a list of modules, a library object, a
-value from a project module outside the lint, or something unknown), evaluated lazily from
-the per-file facts of graphlint.analysis.facts.call_facts. Nothing is imported or run.
+value from a project module outside the lint, or something unknown), evaluated lazily from the
+per-file facts of graphlint.analysis.facts.call_facts (bindings: lookups, calls: calls). Nothing runs.
 
 A value is a tuple whose first item is its tag:
   (INST, class) (CLS, class) (FN, function, self_class) (SUPER, start_class, self_class)
@@ -9,7 +9,7 @@ A value is a tuple whose first item is its tag:
   (EXT, dotted)   a library object (torch, the standard library): calls into it are not listed
   (PEXT, dotted)  from a project module that is not among the linted files
   (DYN, why)      not known statically (an unannotated parameter, a computed value)
-  (LAMBDA, body, scope)  a lambda: calling it evaluates its body where it was defined
+  (LAMBDA, body, scope, params)  a lambda: calling it evaluates its body where it was defined
 where a class or function is (path, qualname).
 """
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph.calls import CallResults
+from graphlint.callgraph.lookups import Lookups
 from graphlint.callgraph.module_names import namespace_parents, package_module
 from graphlint.callgraph.outside import outside_model
 from graphlint.callgraph.regions import module_name
@@ -30,8 +31,7 @@ from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _
 _MAX_SUBCLASSES = 8
 _BUILTINS = frozenset(dir(builtins))
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
-# nn.Module methods that return the module (`Model(cfg).to(device).eval()`):
-# graphlint/data/call_graph.toml.
+# nn.Module methods that return the module (`Model(cfg).to(device)`): graphlint/data/call_graph.toml.
 RETURNS_RECEIVER = catalog.call_graph("returns_receiver", "methods")
 CONSTRUCTS_CLASS = catalog.call_graph("constructs_class", "methods")
 # What calling a module instance runs, in lookup order (graphlint/data/torch_values.toml).
@@ -49,7 +49,7 @@ def _freeze(value: Any) -> Any:
     return value
 
 
-class Project(CallResults):
+class Project(CallResults, Lookups):
     """Every linted file's facts, indexed, and the evaluator of the facts' expressions."""
 
     def __init__(self, files: Sequence[Mapping[str, Any]], root: Path):
