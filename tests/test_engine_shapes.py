@@ -371,3 +371,52 @@ def test_a_capture_every_call_rules_out_is_no_capture_site(tmp_path):
     assert not [f for f in never.findings if f.rule == "GL905"]
     sometimes = _check(tmp_path / "sometimes", {"patch.py": PATCHER.format(flag="True")})
     assert [f.line for f in sometimes.findings if f.rule == "GL905"] == [_line(PATCHER, "torch.compile")]
+
+
+RL_SCRIPT = '''
+import torch
+from torch import nn
+from tensordict.nn import CudaGraphModule
+
+
+def layer_init(layer, std=1.0):
+    torch.nn.init.orthogonal_(layer.weight, std)
+    return layer
+
+
+class Head(nn.Module):
+    def forward(self, x):
+        return x[: int(x.sum().item())]  # MARK-head
+
+
+class Agent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.actor = layer_init(Head(), std=0.01)
+
+    def act(self, x):
+        return self.actor(x)
+
+
+class Evaluator(nn.Module):
+    def forward(self, x):
+        return x[: int(x.max().item())]  # MARK-eval
+
+
+def update(x):
+    return x[: int(x.mean().item())]  # MARK-update
+
+
+agent = Agent()
+policy = CudaGraphModule(agent.act)
+train = CudaGraphModule(update, warmup=5)
+'''
+
+
+def test_a_script_that_graphs_its_policy_at_module_level_is_captured(tmp_path):
+    # tensordict's CudaGraphModule captures what it wraps; `layer_init` hands its layer back.
+    result = _check(tmp_path, {"rl.py": RL_SCRIPT})
+    # The evaluator's forward is no root: the graphed callables say what is captured.
+    assert _found(result, "rl.py") == {("GL101", _line(RL_SCRIPT, "MARK-head")),
+                                       ("GL101", _line(RL_SCRIPT, "MARK-update"))}
+    assert not [f for f in result.findings if f.rule == "GL905"]

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from graphlint.analysis.arm_guards import contradicts
+from graphlint.analysis.facts.call_facts import MODULE_SCOPE
 from graphlint.callgraph import recorded
 from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
 from graphlint.callgraph.arguments.narrowing import narrow_parameters
@@ -195,7 +196,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
                                                              arguments.functions, arguments)
     has_sites = bool(sites)
     if blind or not has_sites:
-        fallback = forward_roots(project)
+        fallback = forward_roots(project, orchestration=orchestration)
     else:
         # A capture site speaks for the code its file can reach, not for a whole tree of
         # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
@@ -203,7 +204,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
         # `capture(self.forward_decode)`) and the captured functions' own files belong to it too.
         involved = {key[0] for key, *_ in sites} | {target[1][0] for *_, site_roots, _ in sites for target in site_roots}
         covered = covered_files(project, involved | passing_files(project, [key for key, *_ in sites]), applications)
-        fallback = forward_roots(project, covered)
+        fallback = forward_roots(project, covered, orchestration)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.
     learned = recorded.roots(project, config)
     roots = entries + learned + site_roots + fallback
@@ -226,8 +227,9 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
         fallback = fallback + standing_in
     region = walk.region
     for key, why in orchestration.items():
-        # The functions that capture or replay are listed (host) even when nothing reaches them.
-        if key not in region and _designation(project, key, config, orchestration)[0] == HOST:
+        # The functions that capture or replay are listed (host) even when nothing reaches them
+        # (a module's own statements are no function).
+        if key not in region and key[1] != MODULE_SCOPE and _designation(project, key, config, orchestration)[0] == HOST:
             region[key], walk.parent[key], walk.reasons[key] = HOST, None, _designation(
                 project, key, config, orchestration)[1]
             graph.order.append(key)
@@ -300,7 +302,7 @@ def _stand_in_roots(project: Project, walk: "_Walk", arguments: ArgumentStates) 
     texts = {callee_text(func) for _, _, func in calls}
     shown = "`, `".join(sorted(texts)[:3])
     roots = []
-    for root, _ in forward_roots(project):
+    for root, _ in forward_roots(project, orchestration=walk.orchestration):
         if root[1] in walk.region:
             continue
         for caller, index, func in calls:

@@ -99,6 +99,22 @@ def reference(node: cst.BaseExpression) -> list | str | None:
     return None
 
 
+def arg_aware(func: Any) -> bool:
+    """Whether an encoded callee's calls keep every argument (a class, a builtin that reads
+    its arguments, `cls`): see encode."""
+    name = func if type(func) is str else func[2] if type(func) is list and func[:1] == ["a"] else ""
+    return name in ARG_AWARE or name[:1].isupper() or name == "cls"
+
+
+def _constructs(node: cst.BaseExpression) -> bool:
+    """A call of a class by its name (`nn.Linear(...)`, `Block(cfg)`)."""
+    if type(node) is not cst.Call:
+        return False
+    func = node.func
+    name = func.attr.value if type(func) is cst.Attribute else func.value if type(func) is cst.Name else ""
+    return name[:1].isupper()
+
+
 def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
     """An expression in the encoding above; None for what the call graph cannot use."""
     if node is None or depth > _MAX_DEPTH:
@@ -129,6 +145,15 @@ def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
             while args and args[-1] is None:
                 args.pop()
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        else:
+            # A module handed to a helper that returns it (`layer_init(nn.Linear(...), std=0.01)`):
+            # the constructor, in its position, is what the helper's parameter holds.
+            for arg in node.args:
+                if arg.keyword is not None or arg.star:
+                    break
+                args.append(encode(arg.value, d) if _constructs(arg.value) else None)
+            while args and args[-1] is None:
+                args.pop()
         # Other calls' arguments do not shape their result; the call records add the
         # name-like ones (possible callbacks) themselves.
         return ["c", func] + ([args, kwargs] if kwargs else [args] if args else [])

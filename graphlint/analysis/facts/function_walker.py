@@ -13,7 +13,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.argument_records import SET, argument_record, join_records, value_state
 from graphlint.analysis.arm_guards import arm_guards
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
-from graphlint.analysis.facts.encoding import LIBRARY_METHODS, annotation, encode, reference
+from graphlint.analysis.facts.encoding import LIBRARY_METHODS, annotation, arg_aware, encode, reference
 
 MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
 MAX_RETURNS = 4
@@ -300,15 +300,18 @@ class FunctionWalker:
         encoded = encode(node)
         if encoded is None or encoded[1] is None:
             return
-        if len(encoded) == 2:
+        if len(encoded) == 2 or (len(encoded) == 3 and not arg_aware(encoded[1])):
             # Functions passed by name may be called (callbacks): keep name-like arguments.
-            # In their positions (None for any other argument), up to the first keyword or star:
-            # a parameter's value is then read at its call sites.
+            # In their positions (None for any other argument; a constructor the encoding kept
+            # stays), up to the first keyword or star: a parameter's value is then read at its
+            # call sites.
+            built = encoded[2] if len(encoded) == 3 else []
+            del encoded[2:]
             refs: list = []
-            for arg in node.args:
+            for index, arg in enumerate(node.args):
                 if arg.keyword is not None or arg.star:
                     break
-                refs.append(reference(arg.value))
+                refs.append(built[index] if index < len(built) and built[index] is not None else reference(arg.value))
             while refs and refs[-1] is None:
                 refs.pop()
             # Name-like keyword arguments too: a cache or a model handed down the layers

@@ -19,7 +19,7 @@ from typing import Any, Iterator, Sequence
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
-from graphlint.analysis.facts.call_facts import callgraph_facts
+from graphlint.analysis.facts.call_facts import MODULE_SCOPE, callgraph_facts
 from graphlint.analysis.facts.encoding import encode, is_library_method
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
@@ -338,8 +338,18 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
 _CAPTURE_HINT = catalog.pattern("source_gates", "capture_hint")
 
 
-def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -> dict[str, tuple[list, Any, Any]]:
-    """qualname -> (capture sites, first replay, compile decorator) for functions with any."""
+@dataclass
+class _ModuleScope:
+    """A module's own statements where capture_sites reads a function's body (a script that
+    wraps its step, `policy = CudaGraphModule(policy)`, at module level)."""
+
+    body: Any
+
+
+def _capture_facts(module: Any, functions: Sequence[FunctionInfo], imports: Any,
+                   text: str) -> dict[str, tuple[list, Any, Any]]:
+    """qualname -> (capture sites, first replay, compile decorator) for functions with any;
+    the module's own statements under MODULE_SCOPE."""
     found: dict[str, tuple[list, Any, Any]] = {}
     if not _CAPTURE_HINT.search(text):
         return found
@@ -348,6 +358,9 @@ def _capture_facts(functions: Sequence[FunctionInfo], imports: Any, text: str) -
         decorator = decorator_captures(info.node, imports)
         if sites or replay is not None or decorator is not None:
             found[info.qualname] = (sites, replay, decorator)
+    sites, replay = capture_sites(_ModuleScope(module), imports)
+    if sites or replay is not None:
+        found[MODULE_SCOPE] = (sites, replay, None)
     return found
 
 
@@ -391,7 +404,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     facts = ModuleFacts(module, imports)
     _collect_classes(module, facts)
     functions = enumerate_functions(module)
-    captures = _capture_facts(functions, imports, text)
+    captures = _capture_facts(module, functions, imports, text)
     # The call graph's per-file facts come from this same parse (no second read of the file);
     # the walk reads which parameters each function binds again.
     calls = callgraph_facts(module, imports, functions, facts) if call_graph else {"functions": {}}

@@ -9,6 +9,8 @@ hundreds), the other models' forwards still are.
 """
 from __future__ import annotations
 
+from typing import Mapping
+
 from graphlint.analysis import catalog
 from graphlint.callgraph.values import DICT, FN, INST, LIST, TUPLE, Project
 
@@ -65,11 +67,14 @@ def import_closure(project: Project, paths: set[str]) -> set[str]:
     return seen
 
 
-def forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tuple[tuple, str]]:
+def forward_roots(project: Project, covered: set[str] = frozenset(),
+                  orchestration: Mapping[tuple[str, str], str] | None = None) -> list[tuple[tuple, str]]:
     """The `forward` of every top-level linted nn.Module: one no other linted class holds as a
     submodule (an LM head or a sampler held by the model and called outside its forward is not
     per-step unless a forward reaches it). Modules in `covered` files (what the files holding a
-    resolved capture site import) are left to the capture sites."""
+    resolved capture site import) are left to the capture sites, and a forward that calls a
+    function capturing or replaying a graph (`orchestration`: an engine wrapping the model, whose
+    forward replays it) drives the step rather than being it."""
     roots = []
     held: set[tuple[str, str]] | None = None
     for cls, info in project.classes.items():
@@ -79,7 +84,7 @@ def forward_roots(project: Project, covered: set[str] = frozenset()) -> list[tup
         if "forward" in info["methods"] and key in project.functions and is_module(project, cls):
             if held is None:
                 held = submodule_classes(project)
-            if cls not in held:
+            if cls not in held and not _drives(project, key, cls, orchestration or {}):
                 why = "no capture site imports its file" if covered else "no resolved capture site"
                 roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
     return roots
@@ -113,3 +118,12 @@ def covered_files(project: Project, involved: set[str], applications: bool = Tru
     folders = {path.rpartition("/")[0] for path in covered}
     orphans = {path for path in project.module_of if path not in importers and path.rpartition("/")[0] in folders}
     return covered | orphans
+
+
+def _drives(project: Project, key: tuple[str, str], cls: tuple[str, str], orchestration: Mapping) -> bool:
+    """Whether the function calls one that captures or replays a graph."""
+    if not orchestration:
+        return False
+    scope = (key[0], key[1], cls)
+    return any(target[1] in orchestration for call in project.functions[key]["calls"]
+               for target in project.call_targets(frozenset(project.eval(call[1], scope))))
