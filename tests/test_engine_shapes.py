@@ -420,3 +420,57 @@ def test_a_script_that_graphs_its_policy_at_module_level_is_captured(tmp_path):
     assert _found(result, "rl.py") == {("GL101", _line(RL_SCRIPT, "MARK-head")),
                                        ("GL101", _line(RL_SCRIPT, "MARK-update"))}
     assert not [f for f in result.findings if f.rule == "GL905"]
+
+
+ACCELERATOR = '''
+import torch
+
+
+class Accelerator:
+    def capture_to_graph(self, graph, pool=None, stream=None):
+        return torch.cuda.graph(graph, pool, stream)
+
+    def replay_graph(self, graph):
+        graph.replay()
+
+
+def get_accelerator():
+    return Accelerator()
+'''
+
+WRAPPER = '''
+import torch
+from torch import nn
+from accelerator import get_accelerator
+
+
+class Block(nn.Module):
+    def forward(self, x):
+        return x[: int(x.sum().item())]  # MARK-block
+
+
+class Wrapper(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = Block()
+
+    def _create_graph(self, x):
+        self.graph = torch.cuda.CUDAGraph()
+        self.static_x = x
+        with get_accelerator().capture_to_graph(self.graph):
+            self.static_out = self.block(self.static_x)
+
+    def forward(self, x):
+        if not hasattr(self, "graph"):
+            self._create_graph(x)
+        self.static_x.copy_(x)
+        get_accelerator().replay_graph(self.graph)
+        torch.cuda.synchronize()  # MARK-sync
+        return self.static_out
+'''
+
+
+def test_a_capture_through_an_accelerator_s_context_is_a_capture_site(tmp_path):
+    result = _check(tmp_path, {"accelerator.py": ACCELERATOR, "wrapper.py": WRAPPER})
+    # The block is captured; the wrapper's forward drives the graph and is no root of its own.
+    assert _found(result, "wrapper.py") == {("GL101", _line(WRAPPER, "MARK-block"))}

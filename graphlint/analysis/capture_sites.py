@@ -122,7 +122,7 @@ def _captures_with(keyword: str, value: cst.BaseExpression) -> bool:
     return False
 
 
-def _calls_in(node: cst.CSTNode) -> list[cst.BaseExpression]:
+def calls_in(node: cst.CSTNode) -> list[cst.BaseExpression]:
     out: list[cst.BaseExpression] = []
     stack = [node]
     while stack:
@@ -177,7 +177,7 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
         if isinstance(node, cst.With):
             for item in node.items:
                 if isinstance(item.item, cst.Call) and imports.resolve(item.item.func) in GRAPH_CONTEXTS:
-                    sites.append(CaptureSite("cuda-graph", item.item, _calls_in(node.body), node.body))
+                    sites.append(CaptureSite("cuda-graph", item.item, calls_in(node.body), node.body))
         elif isinstance(node, cst.Call):
             qualified = imports.resolve(node.func)
             positional = [a.value for a in node.args if a.keyword is None and not a.star]
@@ -222,7 +222,7 @@ def _begin_end(body: Any) -> list[CaptureSite]:
             begin = index
         elif begin is not None and _method_stmt(stmt, _CAPTURE_END) is not None:
             between = list(body[begin + 1:index])
-            callees = [c for s in between for c in _calls_in(s)]
+            callees = [c for s in between for c in calls_in(s)]
             sites.append(CaptureSite("capture-begin", _method_stmt(body[begin], _CAPTURE_BEGIN), callees,
                                      between[0] if between else None))
             begin = None

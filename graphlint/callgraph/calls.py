@@ -460,3 +460,17 @@ class CallResults:
             elif value[0] in (LIST, EXT, PEXT, DYN):
                 out.add(value)
         return out
+
+
+def uninformative(value: tuple) -> bool:
+    """A declared type that names no linted code: a library type, an unknown, or a container
+    of nothing known (`List[T]` with a type variable, `list[Any]`)."""
+    if value[0] in (DYN, EXT):
+        return True
+    if value[0] == LIST:
+        return all(uninformative(v) for v in value[1])
+    if value[0] == TUPLE:  # (TUPLE, (part values, ...))
+        return all(uninformative(v) for part in value[1] for v in part)
+    if value[0] == DICT:
+        return all(uninformative(v) for v in value[2])
+    return False

@@ -38,7 +38,7 @@ from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Place
 from graphlint.callgraph.roots.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
                                                      compiled_only, incomplete_sites, is_parameter, passed_by_reached,
                                                      passing_files, root_calls, site_conditions, warmed_by_caller)
-from graphlint.callgraph.roots.fallback_roots import covered_files, forward_roots, is_module
+from graphlint.callgraph.roots.fallback_roots import covered_files, drives_step, forward_roots, is_module
 from graphlint.callgraph.values import DYN, EXT, FN, INST, LAMBDA, PEXT, Project
 from graphlint.config import Config, ConfigError
 
@@ -411,6 +411,16 @@ class _Walk:
                 if (key, index) in self.dead:
                     continue
                 targets, candidates = _callees(project, call, scope, key, graph.names, self.unresolved, graph)
+                # A captured call is never the code that captures or replays the graph (a wrapper's
+                # own `decode` as a candidate for the `self.vae.decode(...)` it captures).
+                kept = [c for c in candidates if not drives_step(project, c[1], c[2], self.orchestration)]
+                if candidates and not kept and not targets:
+                    text = callee_text(call[1])
+                    self.unresolved.setdefault((key, text), {
+                        "path": key[0], "caller": graph.names.get(key, key[1]), "call": text,
+                        "reason": "receiver type unknown; the linted methods of that name capture or replay "
+                                  "a graph themselves"})
+                candidates = kept
                 if targets and is_parameter(project, key, call[1]):
                     self.calls_a_parameter.add(key)
                     targets = passed_by_reached(project, key, call[1], self.reached_from.get(key, set()), targets)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.calls import CallResults
+from graphlint.callgraph.calls import CallResults, uninformative
 from graphlint.callgraph.lookups import Lookups
 from graphlint.callgraph.module_names import namespace_parents, package_module
 from graphlint.callgraph.outside import outside_model
@@ -114,8 +114,9 @@ class Project(CallResults, Lookups):
                     "returns_ann": _freeze(data.get("returns_ann")),
                     "default_values": {k: _freeze(v) for k, v in data.get("default_values", {}).items()},
                 }
-                if "captures" in data:
-                    self.functions[(path, qualname)]["captures"] = _freeze(data["captures"])
+                for key in ("captures", "graph_contexts"):  # capture sites, `with` blocks that may be ones
+                    if key in data:
+                        self.functions[(path, qualname)][key] = _freeze(data[key])
                 if "replays" in data:
                     self.functions[(path, qualname)]["replays"] = data["replays"]
         self._add_folder_roots()
@@ -257,7 +258,7 @@ class Project(CallResults, Lookups):
                 else:
                     declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
                         else set()
-                    if declared and not all(_uninformative(v) for v in declared):
+                    if declared and not all(uninformative(v) for v in declared):
                         found |= self.narrowed(declared, path, qualname, param)
                     else:
                         # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
@@ -584,17 +585,3 @@ class Project(CallResults, Lookups):
         if type(arg) is tuple and arg[0] == "star":
             return frozenset(self.element(self.eval(arg[1], scope)))
         return self.eval(arg, scope)
-
-
-def _uninformative(value: tuple) -> bool:
-    """A declared type that names no linted code: a library type, an unknown, or a container
-    of nothing known (`List[T]` with a type variable, `list[Any]`)."""
-    if value[0] in (DYN, EXT):
-        return True
-    if value[0] == LIST:
-        return all(_uninformative(v) for v in value[1])
-    if value[0] == TUPLE:  # (TUPLE, (part values, ...))
-        return all(_uninformative(v) for part in value[1] for v in part)
-    if value[0] == DICT:
-        return all(_uninformative(v) for v in value[2])
-    return False

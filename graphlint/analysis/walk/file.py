@@ -21,6 +21,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.facts.call_facts import MODULE_SCOPE, callgraph_facts
 from graphlint.analysis.facts.encoding import encode, is_library_method
+from graphlint.analysis.facts.graph_contexts import context_facts, record_contexts
 from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
 from graphlint.analysis.children import (trivia_types, children, code_children, compound_bodies, forget_scans,
@@ -405,6 +406,7 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     _collect_classes(module, facts)
     functions = enumerate_functions(module)
     captures = _capture_facts(module, functions, imports, text)
+    contexts = context_facts(functions, imports, bool(_CAPTURE_HINT.search(text)))
     # The call graph's per-file facts come from this same parse (no second read of the file);
     # the walk reads which parameters each function binds again.
     calls = callgraph_facts(module, imports, functions, facts) if call_graph else {"functions": {}}
@@ -413,9 +415,10 @@ def _analyze(path: str, text: str, rules: Sequence[type[Rule]], force: bool, ext
     raw, summaries = _infer_and_walk(module, facts, imports, functions, rules, external, calls, site_guards)
     # What this file's functions pass, return and assign, for the project-wide join.
     result.extra["summary"] = {"functions": summaries, "classes": class_summaries(facts)}
-    positions = _record_findings(result, module, functions, raw, captures)
+    positions = _record_findings(result, module, functions, raw, captures, contexts)
     if call_graph:
         _record_call_facts(result, calls, captures, positions, site_guards)
+        record_contexts(calls, contexts, positions)
     return result
 
 
@@ -525,12 +528,14 @@ def _infer_and_walk(module: cst.Module, facts: ModuleFacts, imports: Any, functi
 
 
 def _record_findings(result: FileAnalysis, module: cst.Module, functions: Sequence[FunctionInfo],
-                     raw: list[RawFinding], captures: dict[str, tuple[list, Any, Any]]) -> dict:
+                     raw: list[RawFinding], captures: dict[str, tuple[list, Any, Any]],
+                     contexts: dict[str, tuple[list, bool]]) -> dict:
     """The functions and the findings into `result`, with their positions (computed only when
     something needs them); each place reported once per rule. Returns the positions."""
-    needs_positions = bool(raw) or bool(captures) or any(f.marker for f in functions)
+    needs_positions = bool(raw) or bool(captures) or bool(contexts) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
                      for n in [*(site.node for site in sites), replay, decorator] if n is not None]
+    capture_nodes += [call for blocks, _ in contexts.values() for call, _ in blocks]
     from graphlint.analysis.positions import positions as node_positions  # libcst.metadata: only with findings
     positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
                                + [n for item in raw for n in (item.node, item.statement)]) if needs_positions else {}

@@ -62,7 +62,8 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
         scope = (key[0], key[1], owner)
         site_guards = facts.get(key, {}).get("capture_guards") or ()
         name_guards = facts.get(key, {}).get("capture_name_guards") or ()
-        for number, (kind, line, callees) in enumerate(function.get("captures", ())):
+        captures = list(function.get("captures", ())) + _wrapped_captures(project, function, scope)
+        for number, (kind, line, callees) in enumerate(captures):
             conditions = frozenset(tuple(g) for g in site_guards[number]) if number < len(site_guards) else frozenset()
             where = f"{key[0]}:{line}"
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
@@ -115,6 +116,18 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
     return roots, orchestration, blind, sites
+
+
+def _wrapped_captures(project: Project, function: Mapping[str, Any], scope: tuple) -> list[tuple]:
+    """The `with` blocks of the function whose context a project function makes a capture
+    context (`with get_accelerator().capture_to_graph(g):` of an accelerator whose CUDA
+    `capture_to_graph` returns `torch.cuda.graph(g)`), as capture sites."""
+    found = []
+    for line, func_expr, callees in function.get("graph_contexts", ()):
+        targets = project.call_targets(frozenset(project.eval(func_expr, scope))) or project.candidates(func_expr)
+        if any(project.function_facts.get(target[1], {}).get("makes_graph_context") for target in targets):
+            found.append(("cuda-graph", line, callees))
+    return found
 
 
 def _never_runs(project: Project, arguments: ArgumentStates, key: tuple[str, str], conditions: frozenset) -> bool:

@@ -84,7 +84,7 @@ def forward_roots(project: Project, covered: set[str] = frozenset(),
         if "forward" in info["methods"] and key in project.functions and is_module(project, cls):
             if held is None:
                 held = submodule_classes(project)
-            if cls not in held and not _drives(project, key, cls, orchestration or {}):
+            if cls not in held and not drives_step(project, key, cls, orchestration or {}):
                 why = "no capture site imports its file" if covered else "no resolved capture site"
                 roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
     return roots
@@ -120,10 +120,12 @@ def covered_files(project: Project, involved: set[str], applications: bool = Tru
     return covered | orphans
 
 
-def _drives(project: Project, key: tuple[str, str], cls: tuple[str, str], orchestration: Mapping) -> bool:
-    """Whether the function calls one that captures or replays a graph."""
+def drives_step(project: Project, key: tuple[str, str], cls: tuple[str, str] | None, orchestration: Mapping) -> bool:
+    """Whether the function captures or replays a graph, or calls one that does."""
     if not orchestration:
         return False
+    if key in orchestration:
+        return True
     scope = (key[0], key[1], cls)
     return any(target[1] in orchestration for call in project.functions[key]["calls"]
                for target in project.call_targets(frozenset(project.eval(call[1], scope))))
