@@ -163,13 +163,16 @@ class CallResults:
             self.narrowing.pop(key, None)
         else:
             self.narrowing[key] = values
-        for cache in (self._memo, self._passed, self._targets, self._run_keys, self._class_keys):
-            cache.clear()
+        self._forget()
 
     def widen(self) -> None:
         """Every parameter holds what its annotation says again."""
         self.narrowing.clear()
-        self.narrow(("", "", ""), None)
+        self._forget()
+
+    def _forget(self) -> None:
+        for cache in (self._memo, self._passed, self._targets, self._run_keys, self._class_keys):
+            cache.clear()
 
     def _passed_arguments(self, path: str, qualname: str, index: int, param: str, by_caller: dict | None) -> set:
         function = self.functions.get((path, qualname))
