@@ -474,3 +474,22 @@ def test_a_capture_through_an_accelerator_s_context_is_a_capture_site(tmp_path):
     result = _check(tmp_path, {"accelerator.py": ACCELERATOR, "wrapper.py": WRAPPER})
     # The block is captured; the wrapper's forward drives the graph and is no root of its own.
     assert _found(result, "wrapper.py") == {("GL101", _line(WRAPPER, "MARK-block"))}
+
+
+SCRIPT_CAPTURE = '''
+import torch
+from mylib import load
+
+model = load()
+x = torch.zeros(4, device="cuda")
+g = torch.cuda.CUDAGraph()
+for _ in range(3):
+    model(x)
+with torch.cuda.graph(g):
+    out = model(x)
+'''
+
+
+def test_a_script_capturing_what_a_library_loaded_says_it_is_not_checked(tmp_path):
+    result = _check(tmp_path, {"script.py": SCRIPT_CAPTURE})
+    assert [(f.rule, f.line) for f in result.findings] == [("GL905", _line(SCRIPT_CAPTURE, "torch.cuda.graph"))]
