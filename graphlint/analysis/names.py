@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 import tokenize
 import unicodedata
 from dataclasses import dataclass, field
@@ -167,3 +168,10 @@ def class_bases(node: cst.ClassDef) -> list[cst.BaseExpression]:
             continue
         bases.append(value)
     return bases
+
+
+def torch_or_stdlib(dotted_name: str) -> bool:
+    """Whether a qualified name is torch's or the standard library's (`torch.no_grad`,
+    `contextlib.nullcontext`), as opposed to another library's or the project's."""
+    root = dotted_name.split(".", 1)[0]
+    return root == "torch" or root in sys.stdlib_module_names

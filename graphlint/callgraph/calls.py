@@ -27,6 +27,8 @@ _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set",
 WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 # A function called from more places than this says little about what one call passes.
 _MAX_CALL_SITES = 8
+# Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
+# type they are far more likely the tensor's or the module's own.
 TENSOR_METHODS = catalog.names("modules", "shared_methods")
 # At most this many linted classes may define a method for a call on an unknown receiver to
 # reach them all (graphlint/data/call_graph.toml says why).

@@ -43,10 +43,6 @@ from graphlint.callgraph.values import DYN, EXT, FN, INST, LAMBDA, PEXT, Project
 from graphlint.config import Config, ConfigError
 
 
-# Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
-# type they are far more likely the tensor's or the module's own.
-
-
 class EntryPointError(ConfigError):
     """An entry point that names no linted function (exit code 2 in the CLI)."""
 
@@ -252,7 +248,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
     graph.incomplete = incomplete_sites(sites, graph, unresolved, names, bool(fallback), stood_in)
     graph.fallback = bool(fallback)
     graph.model_unknown = blind or bool(walk.module_calls) or any(
-        region.get(caller) == CAPTURED and not _in_a_module(project, _scope_of(project, caller))
+        region.get(caller) == CAPTURED and not _in_a_module(project, project.scope_of(caller))
         for caller, _ in unresolved)  # a runner's call not followed: its model, perhaps
     graph.warmed_up = warmed_by_caller(project)
     return graph, _dead_calls(project, per_step, known), narrow_parameters(project, arguments, graph.order)
@@ -270,11 +266,6 @@ def _some_module(project: Project, func: Any, scope: tuple) -> bool:
         return True
     values = project.eval(receiver if receiver is not None and func[2] == "__call__" else func, scope)
     return any(value == (DYN, _ANY_MODULE) or outside_model(value) for value in values)
-
-
-def _scope_of(project: Project, key: tuple[str, str]) -> tuple:
-    owner = project.functions.get(key, {}).get("class")
-    return (key[0], key[1], (key[0], owner) if owner else None)
 
 
 def _in_a_module(project: Project, scope: tuple) -> bool:

@@ -69,3 +69,8 @@ class Lookups:
                     last_name(call[1]) == name and not (type(call[1]) is tuple and call[1][1] == "self")
                     for call in function["calls"] + function["once"])
         return False
+
+    def scope_of(self, key: tuple[str, str]) -> tuple:
+        """The scope a function's own expressions are evaluated in: (path, qualname, its class)."""
+        owner = self.functions.get(key, {}).get("class")
+        return (key[0], key[1], (key[0], owner) if owner else None)

@@ -8,12 +8,8 @@ unchecked, and says so.
 """
 from __future__ import annotations
 
-import sys
-
-from graphlint.analysis import catalog
+from graphlint.analysis.names import torch_or_stdlib
 from graphlint.callgraph.tags import EXT
-
-_TORCH = catalog.prefix("namespaces", "torch")
 
 
 def outside_model(value: tuple) -> bool:
@@ -25,7 +21,7 @@ def outside_model(value: tuple) -> bool:
         return False
     name = str(value[1])
     built = name.find("()")
-    if built < 0 or name.startswith(_TORCH) or name.split(".", 1)[0] in sys.stdlib_module_names:
+    if built < 0 or torch_or_stdlib(name):
         return False
     tail = name[built + 2:]
     if tail and not (tail.endswith(".forward") and "(" not in tail and "[" not in tail):

@@ -100,9 +100,13 @@ def reference(node: cst.BaseExpression) -> list | str | None:
 
 
 def arg_aware(func: Any) -> bool:
-    """Whether an encoded callee's calls keep every argument (a class, a builtin that reads
-    its arguments, `cls`): see encode."""
-    name = func if type(func) is str else func[2] if type(func) is list and func[:1] == ["a"] else ""
+    """Whether an encoded callee's calls keep every argument (see `_keeps_arguments`)."""
+    return _keeps_arguments(func if type(func) is str else func[2] if type(func) is list and func[:1] == ["a"] else "")
+
+
+def _keeps_arguments(name: str) -> bool:
+    """A call of this name keeps every argument: a class, a builtin that reads its arguments,
+    `cls` in a classmethod."""
     return name in ARG_AWARE or name[:1].isupper() or name == "cls"
 
 
@@ -133,7 +137,7 @@ def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
         kwargs: dict[str, Any] = {}
         # A class's constructor arguments too (`LayerStack(layers)`, `Engine(model)`, `cls(config)`
         # in a classmethod): what an instance holds often comes from them.
-        if name in ARG_AWARE or name[:1].isupper() or name == "cls":
+        if _keeps_arguments(name):
             for arg in node.args:
                 if arg.keyword is not None:
                     kwargs[arg.keyword.value] = encode(arg.value, d)

@@ -6,17 +6,18 @@ functions that return (or yield inside) a capture context; the call graph joins 
 from __future__ import annotations
 
 import builtins
-import sys
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from graphlint.lazy import cst
 
 from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, calls_in
-from graphlint.analysis.children import code_children
+from graphlint.analysis.children import iter_code
 from graphlint.analysis.facts.encoding import encode
-from graphlint.analysis.names import ImportMap
+from graphlint.analysis.names import ImportMap, torch_or_stdlib
 
 _BUILTIN_NAMES = frozenset(dir(builtins))
+# Nested definitions are scopes of their own (the same scan the rules read: listed once).
+_DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
 
 def graph_contexts(function: Any, imports: ImportMap) -> list[tuple[cst.Call, list[cst.BaseExpression]]]:
@@ -25,28 +26,24 @@ def graph_contexts(function: Any, imports: ImportMap) -> list[tuple[cst.Call, li
     accelerator's `capture_to_graph(g)` returning `torch.cuda.graph(g)`); the call graph decides.
     Each with its body's callees."""
     found = []
-    for stmt in _statements(function.body):
-        if type(stmt) is cst.With:
-            for item in stmt.items:
+    for node in iter_code(function.body, skip=_DEFINITIONS):
+        if type(node) is cst.With:
+            for item in node.items:
                 if type(item.item) is cst.Call and _maybe_project_context(item.item, imports):
-                    found.append((item.item, calls_in(stmt.body)))
+                    found.append((item.item, calls_in(node.body)))
     return found
 
 
 def makes_graph_context(function: Any, imports: ImportMap) -> bool:
     """Whether the function returns a capture context (`return torch.cuda.graph(graph, pool)`)
     or yields inside one (a `@contextmanager` around `with torch.cuda.graph(g):`)."""
-    for stmt in _statements(function.body):
-        if type(stmt) is cst.SimpleStatementLine:
-            for small in stmt.body:
-                if (type(small) is cst.Return and type(small.value) is cst.Call
-                        and imports.resolve(small.value.func) in GRAPH_CONTEXTS):
-                    return True
-        elif type(stmt) is cst.With and any(type(item.item) is cst.Call and imports.resolve(item.item.func)
-                                            in GRAPH_CONTEXTS for item in stmt.items):
-            if any(type(small) is cst.Expr and type(small.value) is cst.Yield
-                   for inner in _statements(stmt.body) if type(inner) is cst.SimpleStatementLine
-                   for small in inner.body):
+    for node in iter_code(function.body, skip=_DEFINITIONS):
+        if type(node) is cst.Return and type(node.value) is cst.Call and imports.resolve(node.value.func) in GRAPH_CONTEXTS:
+            return True
+        if type(node) is cst.With and any(type(item.item) is cst.Call and imports.resolve(item.item.func)
+                                          in GRAPH_CONTEXTS for item in node.items):
+            if any(type(inner) is cst.Expr and type(inner.value) is cst.Yield
+                   for inner in iter_code(node.body, skip=_DEFINITIONS)):
                 return True
     return False
 
@@ -54,29 +51,8 @@ def makes_graph_context(function: Any, imports: ImportMap) -> bool:
 def _maybe_project_context(call: cst.Call, imports: ImportMap) -> bool:
     qualified = imports.resolve(call.func)
     if qualified is not None:
-        root = qualified.split(".", 1)[0]
-        return root != "torch" and root not in sys.stdlib_module_names
+        return not torch_or_stdlib(qualified)
     return not (type(call.func) is cst.Name and call.func.value in _BUILTIN_NAMES)
-
-
-def _statements(body: Any) -> Iterator[cst.CSTNode]:
-    """Every statement of a body, nested ones too, not those of nested definitions."""
-    stack = [body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        if isinstance(node, (cst.IndentedBlock, cst.Module)):
-            stack.extend(reversed(node.body))
-            continue
-        yield node
-        if isinstance(node, cst.BaseCompoundStatement):
-            for child in code_children(node):
-                if isinstance(child, (cst.BaseSuite, cst.BaseCompoundStatement, cst.Else, cst.ExceptHandler,
-                                      cst.Finally, cst.MatchCase)):
-                    stack.append(child)
-        elif isinstance(node, (cst.Else, cst.ExceptHandler, cst.Finally, cst.MatchCase)):
-            stack.append(node.body)
 
 
 def context_facts(functions: Sequence[Any], imports: ImportMap, hinted: bool) -> dict[str, tuple[list, bool]]:

@@ -34,6 +34,15 @@ def _join(first: str | None, second: str | None) -> str | None:
     return SET if never_none(first) and never_none(second) else EITHER
 
 
+def _join_bindings(out: dict[str, str | None], bindings: Iterable[Mapping[str, str | None]],
+                   names: Iterable[str]) -> None:
+    """Join what each binding gives each named parameter into `out` (a parameter it leaves
+    unbound: either)."""
+    for binding in bindings:
+        for name in names:
+            out[name] = _join(out.get(name), binding.get(name, EITHER))
+
+
 def _known(state: Any) -> bool:
     return state == NONE or never_none(state)
 
@@ -147,9 +156,7 @@ class ArgumentStates:
                     continue  # a call it cannot be the callee of
                 bindings = [{}]
             accepted = accepted or candidate
-            for binding in bindings:
-                for name in names:
-                    out[name] = _join(out.get(name), binding.get(name, EITHER))
+            _join_bindings(out, bindings, names)
         if key in self.candidates and not accepted:
             out = {name: EITHER for name in names}  # no capture call it fits: nothing known
         return out
@@ -161,9 +168,7 @@ class ArgumentStates:
         names = signature.positional + signature.keyword_only
         out: dict[str, str | None] = {}
         for record, bound in records:
-            for binding in self._bind(signature, None, record, bound, {}) or [{}]:
-                for name in names:
-                    out[name] = _join(out.get(name), binding.get(name, EITHER))
+            _join_bindings(out, self._bind(signature, None, record, bound, {}) or [{}], names)
         return {name: state for name, state in out.items() if _known(state)}
 
     def _bind(self, signature: _Signature, caller: tuple[str, str] | None, record: Any, bound: bool,

@@ -64,8 +64,7 @@ def _passed_in_region(project: Project, arguments: ArgumentStates, key: tuple[st
         if any(type(arg) is tuple and arg[:1] == ("star",) for arg in args):
             return None
         position = index - 1 if method and bound else index
-        caller_class = project.functions[caller]["class"]
-        scope = (caller[0], caller[1], (caller[0], caller_class) if caller_class else None)
+        scope = project.scope_of(caller)
         if param in kwargs:
             out |= project.eval(kwargs[param], scope)
         elif 0 <= position < len(args) and args[position] is not None:

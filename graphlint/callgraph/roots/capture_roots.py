@@ -164,12 +164,10 @@ def _calls_of_callee(project: Project, key: tuple[str, str], expr: Any) -> list[
     torch.compile(self.model_forward)`; an entry of a dict of them, whatever its key)."""
     wanted = _container_of(expr)
     found = []
-    for (path, qualname), function in project.functions.items():
-        if path != key[0]:
-            continue
-        owner = (path, function["class"]) if function["class"] else None
-        found.extend((call, (path, qualname, owner)) for call in function["calls"] + function["once"]
-                     if len(call) > 2 and _container_of(call[1]) == wanted)
+    for caller, function in project.functions.items():
+        if caller[0] == key[0]:
+            found.extend((call, project.scope_of(caller)) for call in function["calls"] + function["once"]
+                         if len(call) > 2 and _container_of(call[1]) == wanted)
     return found
 
 
