@@ -43,7 +43,10 @@ def architectures() -> list[str]:
             continue
         params = inspect.signature(model_cls.forward).parameters
         takes_cache = "cache" in params or "past_key_values" in params
-        if takes_cache and (model_cls._can_compile_fullgraph or model_cls._is_stateful):
+        # Class flags transformers adds or drops between releases (5.25's aria_text has no
+        # _is_stateful) read as unset.
+        if takes_cache and (getattr(model_cls, "_can_compile_fullgraph", False)
+                            or getattr(model_cls, "_is_stateful", False)):
             found.append(model_type)
     return found
 

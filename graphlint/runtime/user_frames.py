@@ -88,6 +88,27 @@ def site(frame: FrameType | None = None) -> tuple:
     return fallback or (None, 0)
 
 
+def callers(frame: FrameType | None = None, limit: int = 64) -> tuple:
+    """The user frames above the innermost one, innermost first, as `(code, line)` keys: where a
+    control-flow divergence began when the branch chose between calls (cheap: codes are classified
+    once). A stack deeper than `limit` ends in None: its outermost frames are unknown."""
+    f = frame or sys._getframe(1)
+    found: list[tuple] = []
+    seen_user = False
+    while f is not None and len(found) < limit:
+        kind = _kind(f.f_code)
+        if kind == "user":
+            if seen_user:
+                found.append((f.f_code, f.f_lineno))
+            seen_user = True
+        elif kind == "harness" and seen_user:
+            break
+        f = f.f_back
+    if f is not None and len(found) >= limit:
+        found.append(None)
+    return tuple(found)
+
+
 def site_dict(key: tuple) -> dict:
     """Expand a `site()` key into `{path, line, function}`."""
     code, line = key

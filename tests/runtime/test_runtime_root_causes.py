@@ -38,6 +38,12 @@ def test_a_first_step_path_is_one_record_at_its_branch(runs):
     assert runtime["phases"]["replay"]["verdict"] == "fail"  # a capture at step 0 would freeze it
 
 
+def test_a_branch_between_two_helpers_is_placed_at_the_callers_if(runs):
+    (record,) = runs("helper_choice")["replay"]["hazards"]
+    assert record["hazard"] == "control-flow"
+    assert (record["path"], record["line"]) == marked_line("root_causes", "helper branch")
+
+
 def test_a_constant_made_in_the_step_is_no_stale_input(runs):
     runtime = runs("constant_index")
     assert [h for h in runtime["replay"]["hazards"] if h["hazard"] == "stale-input"] == []

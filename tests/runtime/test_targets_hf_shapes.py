@@ -142,10 +142,11 @@ def test_a_type_error_inside_a_factory_is_not_blamed_on_options(tmp_path):
 
 def test_the_prefill_makes_the_first_step_a_decode_step():
     # Without a prefill, the hybrid model's first step takes the prefill path of its conv layers:
-    # one record at the branch, the rest its symptoms. With the default prefill, steps agree.
+    # one record at the branch, the rest its symptoms. With the default prefill, steps agree. In
+    # transformers 5.25 the branch chooses between two helpers: the record is still at the `if`.
     cold = run_harness("hf:falcon_h1", "cpu", 4, options={"prefill": 0}, bench=False, isolate=False)
     (record,) = cold["replay"]["hazards"]
-    assert record["hazard"] == "control-flow" and record["symptoms"] > 5
+    assert record["hazard"] == "control-flow" and record["symptoms"] > 0
     assert "seq_len == 1" in open(record["path"], encoding="utf-8").read().splitlines()[record["line"] - 1]
     warm = run_harness("hf:falcon_h1", "cpu", 4, bench=False, isolate=False)
     assert warm["verdict"] == "pass" and warm["replay"]["hazards"] == []

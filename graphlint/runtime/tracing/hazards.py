@@ -251,8 +251,29 @@ def _diverged(base: StepTrace, trace: StepTrace, span0: tuple[int, int], span1: 
         return f"step {t.index} ran {stop - first} op(s) from {op[0]} at {where['path']}:{where['line']}"
 
     at = trace.ops[span1[0]] if span1[0] < span1[1] else base.ops[span0[0]]
-    found.add("control-flow", at[0], at[4], f"the ops differ: {describe(base, span0)}, {describe(trace, span1)}",
+    site = at[4]
+    if span0[0] < span0[1] and span1[0] < span1[1]:
+        site = _choosing_frame(base.ops[span0[0]], at)
+    found.add("control-flow", at[0], site, f"the ops differ: {describe(base, span0)}, {describe(trace, span1)}",
               [base.index, trace.index], group=("control-flow", trace.index), order=span1[0])
+
+
+def _choosing_frame(first: tuple, other: tuple) -> tuple:
+    """The frame of `other` where two steps' first differing ops part: the innermost function both
+    stacks share, at `other`'s line there. Ops of two helpers that a caller's branch chose between
+    (falcon_h1's conv update or full conv, in transformers 5.25) part at the caller's call line,
+    under its `if`, not inside either helper."""
+    if None in first[5] or None in other[5]:
+        return other[4]  # a stack cut short cannot be lined up from its outermost frame
+    chain0 = ((first[4],) + first[5])[::-1]
+    chain1 = ((other[4],) + other[5])[::-1]
+    for depth, (frame0, frame1) in enumerate(zip(chain0, chain1)):
+        if frame0 == frame1:
+            continue
+        if frame0[0] is frame1[0] or depth == 0:
+            return frame1  # one function, two lines: the branch is in it
+        return chain1[depth - 1]  # one call line, two callees: the choice is the caller's
+    return other[4]
 
 
 def _at_branch(record: dict) -> None:
@@ -269,12 +290,29 @@ def _at_branch(record: dict) -> None:
         if not stripped or stripped.startswith("#"):
             continue
         if len(above) - len(stripped) < indent:
+            if re.match(r"else\b", stripped):
+                # The `else` arm's test is the `if` (or `elif`) it closes: place the record there.
+                line = _opening_test(path, line, len(above) - len(stripped))
             if re.match(r"(if|elif|else|for|while)\b", stripped):
                 record["op_line"], record["line"] = record["line"], line
                 return
             if re.match(r"(def|class|with|try|except|finally|async)\b", stripped):
                 return  # the enclosing block is not a branch: keep the op's line
             indent = len(above) - len(stripped)  # the op's line continues this statement
+
+
+def _opening_test(path: str, else_line: int, indent: int) -> int:
+    """The `if`/`elif`/`for`/`while` that the `else` at `else_line` closes (the `else` itself when
+    it closes a `try` or lies beyond the lookback)."""
+    for line in range(else_line - 1, max(else_line - BRANCH_LOOKBACK, 0), -1):
+        text = linecache.getline(path, line)
+        stripped = text.lstrip()
+        if not stripped or stripped.startswith("#") or len(text) - len(stripped) > indent:
+            continue
+        if len(text) - len(stripped) < indent or not re.match(r"(if|elif|for|while)\b", stripped):
+            return else_line
+        return line
+    return else_line
 
 
 def _hashable(value):

@@ -44,7 +44,8 @@ class SyncStop(RuntimeError):
 
 @dataclass
 class StepTrace:
-    """What one step did. `ops` rows are `(name, args_signature, shapes, external_reads, site)`."""
+    """What one step did. `ops` rows are `(name, args_signature, shapes, external_reads, site,
+    callers)`, callers being the user frames above the site."""
 
     index: int
     ops: list = field(default_factory=list)
@@ -505,7 +506,7 @@ class Interceptor:
             rec.from_data.update(k for k in map(_storage_key, ins + outs) if k)
             sig += (_lifted_value(ins[0]),) if ins else ()
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
-        rec.ops.append((name, sig, shapes, tuple(external), site))
+        rec.ops.append((name, sig, shapes, tuple(external), site, user_frames.callers()))
         if self.emulate:
             self.residence.propagate(ins, outs)
 

@@ -35,6 +35,34 @@ class FirstCall(StaticStep):
         return self.out
 
 
+def _full_update(state, x):
+    state.copy_(x * 2)
+    state.add_(1.0)
+
+
+def _one_token_update(state, x):
+    state.mul_(0.5)
+    state.add_(x)
+
+
+class HelperChoice(StaticStep):
+    """A first-step path that picks one of two helpers (a hybrid layer's full conv before its
+    one-token update): the ops part inside the helpers, the choice is the caller's `if`."""
+
+    def reset(self):
+        super().reset()
+        self.warm = False
+
+    def step(self):
+        if not self.warm:  # PLANTED: helper branch
+            _full_update(self.state, self.x)
+            self.warm = True
+        else:
+            _one_token_update(self.state, self.x)
+        self.out.copy_(self.x + self.state)
+        return self.out
+
+
 class ConstantIndex(StaticStep):
     """An index built from the same Python data every step: a copy from the host, never stale."""
 
@@ -75,6 +103,7 @@ class HostBranch(StaticStep):
 
 
 def make(device, kind: str = "one_value"):
-    classes = {"one_value": OneValue, "first_call": FirstCall, "constant_index": ConstantIndex,
+    classes = {"one_value": OneValue, "first_call": FirstCall, "helper_choice": HelperChoice,
+               "constant_index": ConstantIndex,
                "host_copy": HostCopy, "device_ramp": DeviceRamp, "host_branch": HostBranch}
     return classes[kind](device)
