@@ -493,3 +493,49 @@ with torch.cuda.graph(g):
 def test_a_script_capturing_what_a_library_loaded_says_it_is_not_checked(tmp_path):
     result = _check(tmp_path, {"script.py": SCRIPT_CAPTURE})
     assert [(f.rule, f.line) for f in result.findings] == [("GL905", _line(SCRIPT_CAPTURE, "torch.cuda.graph"))]
+
+
+PACKAGE_IMPORTING_ITS_EXTENSION = '''
+import torch
+
+try:
+    import pkg._C as _C
+except ImportError:
+    print("pkg._C is not built")
+    raise
+
+
+def step(x):
+    return x.sum().item()  # MARK-item
+'''
+
+
+PACKAGE_HOLDER = '''
+import torch
+from torch import nn
+import pkg
+
+
+class Holder(nn.Module):
+    def __init__(self, module):
+        super().__init__()
+        self.kind = pkg._C.kind_of(module)
+
+    def forward(self, x):
+        return pkg.step(x)
+
+
+def graphed(fn, x):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn(x)
+    return g
+'''
+
+
+def test_a_package_that_imports_its_own_submodule_by_its_full_name_is_checked(tmp_path):
+    # `import pkg._C as _C` in pkg/__init__ names itself through the package: resolving
+    # `pkg._C` must reach the submodule, not the package's own name again (a RecursionError
+    # once, when the blind capture below made every module's attributes be evaluated).
+    result = _check(tmp_path, {"pkg/__init__.py": PACKAGE_IMPORTING_ITS_EXTENSION, "pkg/holder.py": PACKAGE_HOLDER})
+    assert _found(result, "pkg/__init__.py") == {("GL101", _line(PACKAGE_IMPORTING_ITS_EXTENSION, "MARK-item"))}

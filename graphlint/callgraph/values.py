@@ -68,6 +68,7 @@ class Project(CallResults, Lookups):
         self.method_names: dict[str, list[str]] = {}
         self.skipped: dict[str, str] = {}  # module -> path of linted files that were not analysed
         self.skipped_hint: dict[str, str] = {}  # name imported through a skipped package -> its path
+        self._naming: set[tuple[str, str]] = set()  # (module, name)s being resolved: import cycles
         for file in files:
             path = file["path"]
             facts = (file.get("extra") or {}).get("calls") or {}
@@ -450,8 +451,13 @@ class Project(CallResults, Lookups):
 
     def _module_attr(self, module: str, attr: str) -> set:
         submodule, path = f"{module}.{attr}", self.modules[module]
-        if self.module_defines(path, attr) or self.star_defines(path, attr):
-            return self.module_name_value(path, attr)
+        # `import pkg.sub as sub` in pkg/__init__ names itself through pkg: the submodule.
+        if (module, attr) not in self._naming and (self.module_defines(path, attr) or self.star_defines(path, attr)):
+            self._naming.add((module, attr))
+            try:
+                return self.module_name_value(path, attr)
+            finally:
+                self._naming.discard((module, attr))
         if submodule in self.modules:
             return {(MOD, submodule)}
         return {(PEXT, submodule)}
