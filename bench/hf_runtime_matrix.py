@@ -10,7 +10,8 @@ Each case is `MODEL[:key=value,...]` (options as `--option` takes them). Writes 
 case and summary.json, prints one JSON line per case, and with --markdown a table at the end.
 The architectures: transformers' causal-LM mapping, text-only and decoder-only, whose model class
 transformers marks as working with a static cache (`_can_compile_fullgraph`) or as a stateful
-hybrid that takes a cache argument (falcon_h1, zamba).
+hybrid that takes a cache argument (falcon_h1, zamba: `_is_stateful` up to transformers 5.24, a
+recurrent layer kind in the family's source from 5.25).
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ import time
 # MoE with grouped_mm, hybrid linear attention, conv layers, mamba + attention, no-sdpa fallback.
 FAST = ["llama", "qwen2", "gemma3_text", "deepseek_v3", "mixtral:experts=batched_mm", "qwen3_next",
         "lfm2", "bamba", "gpt_oss:experts=batched_mm", "phi3"]
+
+
+RECURRENT_KINDS = {"hybrid", "linear_attention", "mamba", "conv"}  # transformers' layer-type names
 
 
 def architectures() -> list[str]:
@@ -43,12 +47,20 @@ def architectures() -> list[str]:
             continue
         params = inspect.signature(model_cls.forward).parameters
         takes_cache = "cache" in params or "past_key_values" in params
-        # Class flags transformers adds or drops between releases (5.25's aria_text has no
-        # _is_stateful) read as unset.
-        if takes_cache and (getattr(model_cls, "_can_compile_fullgraph", False)
-                            or getattr(model_cls, "_is_stateful", False)):
+        if takes_cache and (getattr(model_cls, "_can_compile_fullgraph", False) or _stateful(config_cls, model_cls)):
             found.append(model_type)
     return found
+
+
+def _stateful(config_cls, model_cls) -> bool:
+    """transformers' own mark of a stateful hybrid (`_is_stateful`, up to 5.24); from 5.25, which
+    dropped the flag, a recurrent layer kind that the family's source names."""
+    from graphlint.runtime.targets.hf_configs import source_layer_types
+
+    flag = getattr(model_cls, "_is_stateful", None)
+    if flag is not None:
+        return bool(flag)
+    return bool(source_layer_types(config_cls) & RECURRENT_KINDS)
 
 
 def parse_case(case: str) -> tuple[str, dict]:
