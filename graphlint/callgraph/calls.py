@@ -25,8 +25,12 @@ _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set",
 # Library calls whose result runs the callable they wrap (`torch.compile(model)`):
 # graphlint/data/call_graph.toml.
 WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
-# A function called from more places than this says little about what one call passes.
+# A function called from more places than this says little about what one call passes...
 _MAX_CALL_SITES = 8
+# ...unless every one of them passes a linted class or function: a registry spelled as call sites
+# (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), which holds
+# every value as a dict of implementations does. Up to this many sites are read for it.
+_MAX_FACTORY_SITES = 64
 # Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
 # type they are far more likely the tensor's or the module's own.
 TENSOR_METHODS = catalog.names("modules", "shared_methods")
@@ -73,21 +77,26 @@ class CallResults:
     method_names: dict
 
     def passed_arguments(self, path: str, qualname: str, index: int, param: str,
-                         by_caller: dict | None = None) -> set:
+                         by_caller: dict | None = None, self_class: tuple | None = None) -> set:
         """What the call sites of a function pass to one of its parameters (`LayerStack(layers)`:
         the container holds what its constructor was given; `self.capture(bs, forward)`: the
         step captured). At most a few call sites, else nothing; `*args` and `**kwargs` never.
-        `by_caller` (if given) receives what each calling function passes."""
+        `by_caller` (if given) receives what each calling function passes. An `__init__` run for
+        a subclass's instance (`self_class`) is passed what that subclass's constructor calls and
+        the `super().__init__(...)` calls on its way up pass, not what other subclasses pass."""
         if param.startswith("*"):
             return set()
+        if not qualname.endswith(".__init__") or self_class == (path, qualname[: -len(".__init__")]):
+            self_class = None
         if by_caller is not None or self._passing:
-            return self._passed_arguments(path, qualname, index, param, by_caller)
+            return self._passed_arguments(path, qualname, index, param, by_caller, self_class)
         # Outside a recursion through call sites, the answer is the same for every scope the
         # function is evaluated in: computed once.
-        key = (path, qualname, index, param)
+        key = (path, qualname, index, param, self_class)
         known = self._passed.get(key)
         if known is None:
-            known = self._passed[key] = frozenset(self._passed_arguments(path, qualname, index, param, None))
+            known = self._passed[key] = frozenset(self._passed_arguments(path, qualname, index, param, None,
+                                                                         self_class))
         return set(known)
 
     def candidates(self, func_expr: Any) -> list[tuple]:
@@ -176,7 +185,8 @@ class CallResults:
         for cache in (self._memo, self._passed, self._targets, self._run_keys, self._class_keys):
             cache.clear()
 
-    def _passed_arguments(self, path: str, qualname: str, index: int, param: str, by_caller: dict | None) -> set:
+    def _passed_arguments(self, path: str, qualname: str, index: int, param: str, by_caller: dict | None,
+                          self_class: tuple | None = None) -> set:
         function = self.functions.get((path, qualname))
         if function is None:
             return set()
@@ -197,11 +207,15 @@ class CallResults:
         if qualname.endswith(".__init__"):
             # `cls(...)` in a classmethod builds the class too (`model = cls(config, backbone_cls)`).
             sites = [*sites, *self._call_sites().get("cls", ())]
-        for call, scope in sites:
+        sites = [(call, scope, position) for call, scope in sites]
+        if self_class is not None:
+            sites, matches = self._subclass_init_sites(path, qualname, index, position, self_class)
+        for call, scope, position in sites:
             if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
                 continue
             matched += 1
-            if matched > _MAX_CALL_SITES and by_caller is None:
+            if matched > _MAX_CALL_SITES and by_caller is None and not (
+                    matched <= _MAX_FACTORY_SITES and _factories(out)):
                 return set()
             args = call[2] if len(call) > 2 else ()
             kwargs = dict(call[3]) if len(call) > 3 else {}
@@ -218,7 +232,22 @@ class CallResults:
                     by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
             finally:
                 self._passing.discard((call, scope[:2]))
-        return out if matched <= _MAX_CALL_SITES else set()
+        return out if matched <= _MAX_CALL_SITES or _factories(out) else set()
+
+    def _subclass_init_sites(self, path: str, qualname: str, index: int, position: int, self_class: tuple):
+        """The calls that run this `__init__` for an instance of `self_class`: the subclass's own
+        construction (when it inherits this `__init__`) and the `super().__init__(model=model)` of
+        the classes between them (`Base.__init__(self, model)` passes `self` as well)."""
+        chain = self.mro(self_class)[0]
+        below = chain[: chain.index((path, qualname[: -len(".__init__")]))] if (path, qualname[: -len(".__init__")]) \
+            in chain else []
+        sites = []
+        if not any("__init__" in self.classes[c]["methods"] for c in below):
+            sites = [(call, scope, position) for call, scope in self._call_sites().get(self_class[1].rsplit(".", 1)[-1], ())]
+        sites += [(call, scope, position if _through_super(call[1]) else index)
+                  for call, scope in self._call_sites().get("__init__", ()) if scope[2] in below]
+        init = (path, qualname)
+        return sites, lambda values: self_class in self._classes_of(values) or init in self._functions_run(values)
 
     def _functions_run(self, values: frozenset) -> frozenset:
         """The keys of the functions calling these values runs (a call site is matched against
@@ -479,3 +508,14 @@ def uninformative(value: tuple) -> bool:
     if value[0] == DICT:
         return all(uninformative(v) for v in value[2])
     return False
+
+
+def _factories(values: set) -> bool:
+    """Only linted classes and functions: what a registry of implementations holds."""
+    return bool(values) and all(value[0] in (CLS, FN) for value in values)
+
+
+def _through_super(func_expr: Any) -> bool:
+    """`super().__init__` (bound: `self` is not passed), not `Base.__init__(self, ...)`."""
+    base = func_expr[1] if type(func_expr) is tuple and func_expr[0] == "a" else None
+    return type(base) is tuple and base[0] == "c" and base[1] == "super"

@@ -263,7 +263,7 @@ class Project(CallResults, Lookups):
                         found |= self.narrowed(declared, path, qualname, param)
                     else:
                         # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
-                        passed = self.passed_arguments(path, qualname, index, param)
+                        passed = self.passed_arguments(path, qualname, index, param, self_class=self_class)
                         default = function["default_values"].get(name)  # run by a call that leaves it out
                         if default is not None:  # looked up where the function is defined
                             passed = passed | self.eval(default, (path, qualname.rpartition(".")[0] or None, self_class))

@@ -20,7 +20,8 @@ class SynchronizeAroundReplay(Rule):
     """Flags a device-wide `torch.cuda.synchronize()` between graph replays: in the per-step
     loop that replays, or after a replay in the function that replays once per step.
 
-    Never in warm-up (a loop of a fixed count, a function named for the warm-up), capture
+    Never in warm-up (a loop of a fixed count, a function named for the warm-up), a prefill (a
+    function named for it, or a closure one returns: once per request), capture
     set-up (a function that captures, outside a loop that replays) or timing (a function that
     reads a clock or a CUDA event timer): there it costs nothing per step. Inside the captured
     region GL106 reports a synchronize.
@@ -74,6 +75,10 @@ class SynchronizeAroundReplay(Rule):
         "def capture_and_check(step, out, ref):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n    step()\n"
         "    with torch.cuda.graph(g):\n        step()\n    g.replay()\n    torch.cuda.synchronize()\n"
         "    assert torch.allclose(out, ref)\n    return g\n",
+        # The prefill graph's replay closure, once per request (BitNet's compile_prefill).
+        "def compile_prefill(self):  # graphlint: host\n    def replay(tokens):\n        self.inputs.copy_(tokens)\n"
+        "        self.prefill_graph.replay()\n        torch.cuda.synchronize()\n        return self.logits\n"
+        "    return replay\n",
     ]
     INVALID = [
         "def run(graph_a, s, attention):  # graphlint: host\n    with torch.cuda.stream(s):\n        graph_a.replay()\n"
@@ -92,11 +97,18 @@ class SynchronizeAroundReplay(Rule):
                 ctx.report(self, node)
 
 
+# A function named for the warm-up, or for the prefill (or one defined inside such a function:
+# the replay closure `compile_prefill` returns), replays once per run or per request, never
+# between the decode steps' replays.
+_ONCE_PER_REQUEST = ("warm", "prefill")
+
+
 def _between_replays(sync: cst.Call, ctx: Context, facts: Orchestration) -> bool:
     """In a loop that replays (not a warm-up loop), or after a replay of a function that
     replays once (and neither captures nor times)."""
     function = facts.function
-    if "warm" in function.name.value.lower() or _times(function, ctx):
+    named = [function.name.value.lower(), *ctx.function.lower().split(".")]  # and the enclosing functions
+    if any(word in name for name in named for word in _ONCE_PER_REQUEST) or _times(function, ctx):
         return False
     replays = {id(r) for r in facts.replays}
     for loop in (p for p in ctx.parents if isinstance(p, (cst.For, cst.While))):

@@ -102,15 +102,18 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                         calls.setdefault(target[1], []).append((key, expr, conditions, kind) if inline else
                                                                (None, None, conditions, kind))
                 elif not library:  # `range(n)` is no callee
-                    blind = True
                     text = callee_text(expr)
                     missing.append(text)
                     model = next((v[1] for v in values if outside_model(v)), None)
+                    # A model another library built runs that library's code: the linted forwards
+                    # are no stand-in for it (transformers' logits warpers, a loader's model).
+                    outside = all(outside_model(v) for v in values)
+                    blind = blind or not outside
                     what = f"runs `{model}`, a model outside the linted files" if model else "cannot be resolved"
+                    instead = _STANDS_IN_FOR_NOTHING if outside else "every nn.Module forward is checked instead"
                     unresolved.setdefault((key, text), {
                         "path": key[0], "caller": names.get(key, key[1]), "call": text,
-                        "reason": f"the callee of the capture site at {where} {what}; "
-                                  f"every nn.Module forward is checked instead"})
+                        "reason": f"the callee of the capture site at {where} {what}; {instead}"})
             roots.extend((target, reason) for target in site_roots)
             sites.append((key, line, reason, site_roots, missing))
         if function.get("replays"):
@@ -339,6 +342,8 @@ def passed_by_reached(project: Project, key: tuple[str, str], param: str, caller
     return kept or targets
 
 
+# The reason an unresolved capture callee gives when it is another library's model.
+_STANDS_IN_FOR_NOTHING = "nothing linted stands in for it"
 # How many callers up a step handed from parameter to parameter is followed.
 _MAX_PASS_DEPTH = 3
 
@@ -364,7 +369,11 @@ def incomplete_sites(sites: list[tuple], graph: Any, unresolved: dict, names: di
                          for text in by_caller.get(caller, ())})
         if not missing and not beyond:
             continue
-        if missing:
+        outside = [text for text in missing if _STANDS_IN_FOR_NOTHING in unresolved.get((key, text), {}).get("reason", "")]
+        if missing and len(outside) == len(missing):
+            message = (f"the callee of this capture, `{', '.join(missing)}`, runs a model another library builds: "
+                       "what it runs is not checked (no linted code stands in for it)")
+        elif missing:
             instead = "every nn.Module forward was checked in its place" if fallback else \
                 "no nn.Module forward was found to check in its place"
             message = (f"the callee of this capture, `{', '.join(missing)}`, cannot be resolved: what it runs is "
