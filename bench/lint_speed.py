@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="graphlint-bench-") as tmp:
         work = Path(tmp)
         tools = build_tools(args, tree, work)
-        versions = {"graphlint": _package_version("graphlint"), "libcst": _package_version("libcst")}
+        versions = {"graphlint": _package_version("graphlint-cuda"), "libcst": _package_version("libcst")}
         for tool in tools:
             if tool.name in ("torchfix", "fixit") and tool.command:
                 versions[tool.name] = _version([tool.command[0], "--version"])
