@@ -81,6 +81,9 @@ class SynchronizeAroundReplay(Rule):
         "    return replay\n",
     ]
     INVALID = [
+        # A class named for the prefill does not make its decode loop a prefill.
+        "class PrefillDecodeEngine:\n    def generate(self, n: int):  # graphlint: host\n        for step in range(n):\n"
+        "            self.graph.replay()\n            torch.cuda.synchronize()\n            self.sample(step)\n",
         "def run(graph_a, s, attention):  # graphlint: host\n    with torch.cuda.stream(s):\n        graph_a.replay()\n"
         "    torch.cuda.synchronize()\n    attention()\n",
         # Between replays in the per-step loop.
@@ -107,7 +110,7 @@ def _between_replays(sync: cst.Call, ctx: Context, facts: Orchestration) -> bool
     """In a loop that replays (not a warm-up loop), or after a replay of a function that
     replays once (and neither captures nor times)."""
     function = facts.function
-    named = [function.name.value.lower(), *ctx.function.lower().split(".")]  # and the enclosing functions
+    named = [name.rpartition(".")[2].lower() for name in (*ctx.enclosing, ctx.function)]
     if any(word in name for name in named for word in _ONCE_PER_REQUEST) or _times(function, ctx):
         return False
     replays = {id(r) for r in facts.replays}

@@ -521,6 +521,8 @@ def _infer_and_walk(module: cst.Module, facts: ModuleFacts, imports: Any, functi
         summaries.append(summary)
         final_envs[info.qualname] = inference.env
         ctx = Context(info.qualname, function_facts, imports, raw)
+        parts = info.qualname.split(".")
+        ctx.enclosing = tuple(outer for outer in (".".join(parts[:k]) for k in range(1, len(parts))) if outer in final_envs)
         ctx.site_guards = site_guards or None
         ctx.rebindable = frozenset(calls["functions"].get(info.qualname, {}).get("rebound", ()))
         _walk(info.node, ctx, dispatch, top=True)

@@ -98,6 +98,8 @@ class Context:
 
     def __init__(self, function: str, facts: "FunctionFacts", imports: "ImportMap", sink: list[RawFinding]):
         self.function = function
+        # The functions this one is defined in, outermost first (a closure's; not its class's).
+        self.enclosing: tuple[str, ...] = ()
         self.facts = facts
         self.imports = imports
         self._sink = sink
