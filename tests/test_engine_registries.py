@@ -5,11 +5,7 @@ library builds (a logits warper, an attention wrapper kept in a ContextVar), whi
 library's code and are no reason to check every linted forward in their place."""
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
-from graphlint.config import Config
-from graphlint.engine import check
+from project_checks import check_project, found_in, marked_line
 
 FLASH_NETS = "import torch\nfrom torch import nn\n\n\n" + "\n\n".join(
     f"class Flash{name}(nn.Module):\n    def __init__(self, model_id):\n        super().__init__()\n\n"
@@ -129,39 +125,27 @@ class Runner:
 '''
 
 
-def _line(text: str, marker: str) -> int:
-    return next(number for number, line in enumerate(textwrap.dedent(text).splitlines(), 1) if marker in line)
 
-
-def _check(tmp_path: Path, files: dict[str, str]):
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    (tmp_path / "graphlint.toml").write_text("")
-    return check([tmp_path], Config(root=tmp_path), jobs=1)
-
-
-def _found(result, name: str) -> set[tuple[str, int]]:
-    return {(f.rule, f.line) for f in result.findings if f.path.endswith(name)}
 
 
 def test_a_base_class_holds_the_model_its_capturing_subclass_passes_from_a_registry(tmp_path):
     # Ten architectures, one constructor call each (more than a helper's call sites say anything
     # about), all passing a model class: the flash engine captures those models only, and the
     # eager engine's model, passed through the same base class, is no part of its region.
-    result = _check(tmp_path, {"nets.py": FLASH_NETS, "engines.py": ENGINES, "registry.py": REGISTRY})
-    assert _found(result, "nets.py") == {("GL101", _line(FLASH_NETS, "MARK-flash"))}
+    result = check_project(tmp_path, {"nets.py": FLASH_NETS, "engines.py": ENGINES, "registry.py": REGISTRY})
+    assert found_in(result, "nets.py") == {("GL101", marked_line(FLASH_NETS, "MARK-flash"))}
     assert not [f for f in result.findings if f.rule == "GL905"]
 
 
 def test_a_captured_object_another_library_built_is_said_and_nothing_stands_in_for_it(tmp_path):
-    result = _check(tmp_path, {"warper.py": WARPER, "prefill.py": UNRELATED})
+    result = check_project(tmp_path, {"warper.py": WARPER, "prefill.py": UNRELATED})
     [warning] = [f for f in result.findings if f.rule == "GL905"]
     assert warning.path.endswith("warper.py") and "another library" in warning.message
-    assert _found(result, "prefill.py") == set()
+    assert found_in(result, "prefill.py") == set()
 
 
 def test_a_library_object_s_forward_inside_the_region_is_no_module_to_stand_in_for(tmp_path):
     # `decode_state.get().forward(q)` runs the attention library's wrapper, not a linted model:
     # the unrelated prefill module is not checked in its place.
-    result = _check(tmp_path, {"runner.py": CONTEXT_WRAPPER, "prefill.py": UNRELATED})
-    assert _found(result, "prefill.py") == set()
+    result = check_project(tmp_path, {"runner.py": CONTEXT_WRAPPER, "prefill.py": UNRELATED})
+    assert found_in(result, "prefill.py") == set()

@@ -7,11 +7,9 @@ tokenizer runs the tokenizer outside the graph; a package re-exports its ops wit
 `from .ops import *`."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from graphlint.config import Config
-from graphlint.engine import check
+from project_checks import check_project, found_in, marked_line
 
 CACHES = '''
 import torch
@@ -91,39 +89,26 @@ if __name__ == "__main__":
 '''
 
 
-def _line(text: str, marker: str) -> int:
-    return next(number for number, line in enumerate(textwrap.dedent(text).splitlines(), 1) if marker in line)
 
-
-def _check(tmp_path: Path, files: dict[str, str]):
-    for name, text in files.items():
-        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    (tmp_path / "graphlint.toml").write_text("")
-    return check([tmp_path], Config(root=tmp_path), jobs=1)
-
-
-def _found(result, name: str) -> set[tuple[str, int]]:
-    return {(f.rule, f.line) for f in result.findings if f.path.endswith(name)}
 
 
 def _engine(tmp_path: Path, cache: str = "StaticCache", script: str = SCRIPT):
-    return _check(tmp_path, {"caches.py": CACHES, "model.py": MODEL, "engine.py": ENGINE,
+    return check_project(tmp_path, {"caches.py": CACHES, "model.py": MODEL, "engine.py": ENGINE,
                              "run.py": script.format(cache=cache)})
 
 
 def test_a_model_the_script_builds_at_module_level_is_what_the_engine_captures(tmp_path):
     result = _engine(tmp_path, cache="GrowingCache")
     assert not [f for f in result.findings if f.rule == "GL905"]  # `self.model` is followed
-    assert _found(result, "caches.py") == {("GL101", _line(CACHES, "MARK-growing"))}
+    assert found_in(result, "caches.py") == {("GL101", marked_line(CACHES, "MARK-growing"))}
     # `spec=True` from the engine makes the eager arm of the layer dead.
-    assert ("GL101", _line(MODEL, "MARK-eager")) not in _found(result, "model.py")
+    assert ("GL101", marked_line(MODEL, "MARK-eager")) not in found_in(result, "model.py")
 
 
 def test_a_cache_annotated_with_its_base_class_is_the_one_the_capture_passes(tmp_path):
     result = _engine(tmp_path, cache="StaticCache")
     # GrowingCache.update is never what runs.
-    assert _found(result, "caches.py") == {("GL101", _line(CACHES, "MARK-static"))}
+    assert found_in(result, "caches.py") == {("GL101", marked_line(CACHES, "MARK-static"))}
 
 
 def test_a_base_class_parameter_stays_wide_when_the_region_passes_several(tmp_path):
@@ -131,8 +116,8 @@ def test_a_base_class_parameter_stays_wide_when_the_region_passes_several(tmp_pa
                             "engine = Engine(model, {cache}() if model.training else GrowingCache())")
     script = script.replace("from caches import {cache}", "from caches import {cache}, GrowingCache")
     result = _engine(tmp_path, cache="StaticCache", script=script)
-    assert _found(result, "caches.py") == {("GL101", _line(CACHES, "MARK-growing")),
-                                           ("GL101", _line(CACHES, "MARK-static"))}
+    assert found_in(result, "caches.py") == {("GL101", marked_line(CACHES, "MARK-growing")),
+                                           ("GL101", marked_line(CACHES, "MARK-static"))}
 
 
 TOKENIZER = '''
@@ -177,10 +162,10 @@ def test_modules_the_serving_application_runs_around_the_graph_are_not_roots(tmp
              "audio/__init__.py": "", "audio/codec.py": TOKENIZER,
              "audio/old_codec.py": TOKENIZER,  # imported by nothing, beside the codec
              "zoo/__init__.py": "", "zoo/other.py": OTHER_MODEL}
-    result = _check(tmp_path, files)
-    assert not _found(result, "codec.py") and not _found(result, "old_codec.py")
+    result = check_project(tmp_path, files)
+    assert not found_in(result, "codec.py") and not found_in(result, "old_codec.py")
     # A model that nothing of the captured application imports is still checked on its own.
-    assert ("GL101", _line(OTHER_MODEL, "MARK-other")) in _found(result, "other.py")
+    assert ("GL101", marked_line(OTHER_MODEL, "MARK-other")) in found_in(result, "other.py")
 
 
 def test_a_function_a_package_re_exports_with_a_star_import_is_followed(tmp_path):
@@ -215,9 +200,9 @@ def test_a_function_a_package_re_exports_with_a_star_import_is_followed(tmp_path
     '''
     files = {"kernels/__init__.py": "from .ops import *\n", "kernels/ops.py": ops, "model.py": model,
              "runner.py": runner}
-    result = _check(tmp_path, files)
+    result = check_project(tmp_path, files)
     assert not [f for f in result.findings if f.rule == "GL905"]
-    assert ("GL101", _line(ops, "MARK-gather")) in _found(result, "ops.py")
+    assert ("GL101", marked_line(ops, "MARK-gather")) in found_in(result, "ops.py")
 
 
 HF_RUNNER = '''
@@ -246,7 +231,7 @@ if __name__ == "__main__":
 
 
 def test_a_model_another_library_loads_leaves_the_capture_incomplete_and_says_so(tmp_path):
-    result = _check(tmp_path, {"runner.py": HF_RUNNER})
+    result = check_project(tmp_path, {"runner.py": HF_RUNNER})
     [warning] = [f for f in result.findings if f.rule == "GL905"]
     assert warning.path.endswith("runner.py")
     assert any("outside the linted files" in u["reason"] and "from_pretrained" in u["reason"]
@@ -272,9 +257,9 @@ def test_with_the_captured_model_unknown_the_applications_modules_are_checked(tm
         engine = ENGINE + f"\n\ndef build(x):\n    engine = Engine({model}, None)\n    engine.capture(x)\n    return engine\n"
         files = {"caches.py": CACHES, "model.py": MODEL, "engine.py": "from model import Model\n" + engine,
                  "app.py": APP, "audio/__init__.py": "", "audio/codec.py": TOKENIZER}
-        return _found(_check(tmp_path / model.replace("()", ""), files), "codec.py")
+        return found_in(check_project(tmp_path / model.replace("()", ""), files), "codec.py")
 
-    assert ("GL101", _line(TOKENIZER, "MARK-codec")) in found("load_model()")
+    assert ("GL101", marked_line(TOKENIZER, "MARK-codec")) in found("load_model()")
     assert not found("Model()")
 
 
@@ -309,9 +294,9 @@ class Backend:
 
 def test_a_compiled_lambda_runs_what_its_callers_hand_it(tmp_path):
     # Several linted classes define `verify`: the lambda's parameter holds what `step` passes.
-    result = _check(tmp_path, {"backend.py": LAMBDA_BACKEND})
+    result = check_project(tmp_path, {"backend.py": LAMBDA_BACKEND})
     assert not [f for f in result.findings if f.rule == "GL905"]
-    assert ("GL101", _line(LAMBDA_BACKEND, "MARK-verify")) in _found(result, "backend.py")
+    assert ("GL101", marked_line(LAMBDA_BACKEND, "MARK-verify")) in found_in(result, "backend.py")
 
 
 CUDAGRAPH_MODELS = '''
@@ -341,12 +326,12 @@ class LlamaCudagraph(Llama):
 
 def test_an_attribute_a_subclass_sets_in_its_own_override_is_the_only_one_it_holds(tmp_path):
     own = CUDAGRAPH_MODELS.format(body="self.kv_cache = StaticCache()")
-    assert _found(_check(tmp_path / "own", {"caches.py": CACHES, "models.py": own}), "caches.py") == {
-        ("GL101", _line(CACHES, "MARK-static"))}
+    assert found_in(check_project(tmp_path / "own", {"caches.py": CACHES, "models.py": own}), "caches.py") == {
+        ("GL101", marked_line(CACHES, "MARK-static"))}
     # Calling the base's alloc too: both caches.
     chained = CUDAGRAPH_MODELS.format(body="super().alloc()\n        self.kv_cache = StaticCache()")
-    assert _found(_check(tmp_path / "chained", {"caches.py": CACHES, "models.py": chained}), "caches.py") == {
-        ("GL101", _line(CACHES, "MARK-static")), ("GL101", _line(CACHES, "MARK-growing"))}
+    assert found_in(check_project(tmp_path / "chained", {"caches.py": CACHES, "models.py": chained}), "caches.py") == {
+        ("GL101", marked_line(CACHES, "MARK-static")), ("GL101", marked_line(CACHES, "MARK-growing"))}
 
 
 PATCHER = '''
@@ -367,10 +352,10 @@ def main(model):
 
 
 def test_a_capture_every_call_rules_out_is_no_capture_site(tmp_path):
-    never = _check(tmp_path / "never", {"patch.py": PATCHER.format(flag="False")})
+    never = check_project(tmp_path / "never", {"patch.py": PATCHER.format(flag="False")})
     assert not [f for f in never.findings if f.rule == "GL905"]
-    sometimes = _check(tmp_path / "sometimes", {"patch.py": PATCHER.format(flag="True")})
-    assert [f.line for f in sometimes.findings if f.rule == "GL905"] == [_line(PATCHER, "torch.compile")]
+    sometimes = check_project(tmp_path / "sometimes", {"patch.py": PATCHER.format(flag="True")})
+    assert [f.line for f in sometimes.findings if f.rule == "GL905"] == [marked_line(PATCHER, "torch.compile")]
 
 
 RL_SCRIPT = '''
@@ -415,10 +400,10 @@ train = CudaGraphModule(update, warmup=5)
 
 def test_a_script_that_graphs_its_policy_at_module_level_is_captured(tmp_path):
     # tensordict's CudaGraphModule captures what it wraps; `layer_init` hands its layer back.
-    result = _check(tmp_path, {"rl.py": RL_SCRIPT})
+    result = check_project(tmp_path, {"rl.py": RL_SCRIPT})
     # The evaluator's forward is no root: the graphed callables say what is captured.
-    assert _found(result, "rl.py") == {("GL101", _line(RL_SCRIPT, "MARK-head")),
-                                       ("GL101", _line(RL_SCRIPT, "MARK-update"))}
+    assert found_in(result, "rl.py") == {("GL101", marked_line(RL_SCRIPT, "MARK-head")),
+                                       ("GL101", marked_line(RL_SCRIPT, "MARK-update"))}
     assert not [f for f in result.findings if f.rule == "GL905"]
 
 
@@ -471,9 +456,9 @@ class Wrapper(nn.Module):
 
 
 def test_a_capture_through_an_accelerator_s_context_is_a_capture_site(tmp_path):
-    result = _check(tmp_path, {"accelerator.py": ACCELERATOR, "wrapper.py": WRAPPER})
+    result = check_project(tmp_path, {"accelerator.py": ACCELERATOR, "wrapper.py": WRAPPER})
     # The block is captured; the wrapper's forward drives the graph and is no root of its own.
-    assert _found(result, "wrapper.py") == {("GL101", _line(WRAPPER, "MARK-block"))}
+    assert found_in(result, "wrapper.py") == {("GL101", marked_line(WRAPPER, "MARK-block"))}
 
 
 SCRIPT_CAPTURE = '''
@@ -491,8 +476,8 @@ with torch.cuda.graph(g):
 
 
 def test_a_script_capturing_what_a_library_loaded_says_it_is_not_checked(tmp_path):
-    result = _check(tmp_path, {"script.py": SCRIPT_CAPTURE})
-    assert [(f.rule, f.line) for f in result.findings] == [("GL905", _line(SCRIPT_CAPTURE, "torch.cuda.graph"))]
+    result = check_project(tmp_path, {"script.py": SCRIPT_CAPTURE})
+    assert [(f.rule, f.line) for f in result.findings] == [("GL905", marked_line(SCRIPT_CAPTURE, "torch.cuda.graph"))]
 
 
 PACKAGE_IMPORTING_ITS_EXTENSION = '''
@@ -537,5 +522,5 @@ def test_a_package_that_imports_its_own_submodule_by_its_full_name_is_checked(tm
     # `import pkg._C as _C` in pkg/__init__ names itself through the package: resolving
     # `pkg._C` must reach the submodule, not the package's own name again (a RecursionError
     # once, when the blind capture below made every module's attributes be evaluated).
-    result = _check(tmp_path, {"pkg/__init__.py": PACKAGE_IMPORTING_ITS_EXTENSION, "pkg/holder.py": PACKAGE_HOLDER})
-    assert _found(result, "pkg/__init__.py") == {("GL101", _line(PACKAGE_IMPORTING_ITS_EXTENSION, "MARK-item"))}
+    result = check_project(tmp_path, {"pkg/__init__.py": PACKAGE_IMPORTING_ITS_EXTENSION, "pkg/holder.py": PACKAGE_HOLDER})
+    assert found_in(result, "pkg/__init__.py") == {("GL101", marked_line(PACKAGE_IMPORTING_ITS_EXTENSION, "MARK-item"))}

@@ -8,15 +8,14 @@ name when a call leaves it out, `cls(...)` in a classmethod builds the class, an
 whose value cannot be followed is said, not dropped."""
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import libcst as cst
 
 from graphlint.analysis import arm_guards
 from graphlint.analysis.argument_records import value_state
-from graphlint.config import Config
-from graphlint.engine import check
+
+from project_checks import check_project, marked_line
 
 MODEL = '''
 import torch
@@ -67,53 +66,44 @@ def main():
 '''
 
 
-def _line(text: str, marker: str) -> int:
-    return next(number for number, line in enumerate(textwrap.dedent(text).splitlines(), 1) if marker in line)
-
-
-def _check(tmp_path: Path, files: dict[str, str]):
-    for name, text in files.items():
-        (tmp_path / name).write_text(textwrap.dedent(text))
-    (tmp_path / "graphlint.toml").write_text("")
-    return check([tmp_path], Config(root=tmp_path), jobs=1)
 
 
 def _model_lines(tmp_path: Path, args: str, model: str = MODEL) -> set[int]:
-    result = _check(tmp_path, {"model.py": model, "runner.py": RUNNER.format(args=args)})
+    result = check_project(tmp_path, {"model.py": model, "runner.py": RUNNER.format(args=args)})
     return {f.line for f in result.findings if f.path.endswith("model.py") and f.rule == "GL101"}
 
 
 def test_a_literal_flag_the_capture_passes_makes_the_other_arm_dead(tmp_path):
     found = _model_lines(tmp_path, "spec=True")
-    assert _line(MODEL, "MARK-else") not in found
+    assert marked_line(MODEL, "MARK-else") not in found
 
 
 def test_a_literal_number_the_capture_passes_makes_a_comparison_dead(tmp_path):
     found = _model_lines(tmp_path, "spec=True, top_k=-1")
-    assert _line(MODEL, "MARK-topk") not in found
+    assert marked_line(MODEL, "MARK-topk") not in found
 
 
 def test_the_arms_a_literal_takes_are_kept(tmp_path):
     found = _model_lines(tmp_path, "spec=False, top_k=5")
-    assert {_line(MODEL, "MARK-else"), _line(MODEL, "MARK-topk")} <= found
+    assert {marked_line(MODEL, "MARK-else"), marked_line(MODEL, "MARK-topk")} <= found
 
 
 def test_a_value_not_known_keeps_both_arms(tmp_path):
     found = _model_lines(tmp_path, "spec=ids.numel() > 0, top_k=ids.numel()")
-    assert {_line(MODEL, "MARK-else"), _line(MODEL, "MARK-topk")} <= found
+    assert {marked_line(MODEL, "MARK-else"), marked_line(MODEL, "MARK-topk")} <= found
 
 
 def test_two_calls_with_different_literals_keep_both_arms(tmp_path):
     model = MODEL.replace("        return self.inner(ids, spec=spec, top_k=top_k)",
                           "        self.inner(ids, spec=False)\n        return self.inner(ids, spec=spec, top_k=top_k)")
     found = _model_lines(tmp_path, "spec=True", model=model)
-    assert _line(model, "MARK-else") in found
+    assert marked_line(model, "MARK-else") in found
 
 
 def test_a_rebound_flag_keeps_its_arms(tmp_path):
     model = MODEL.replace("        if spec:\n", "        spec = ids.numel() > 1\n        if spec:\n")
     found = _model_lines(tmp_path, "spec=True", model=model)
-    assert _line(model, "MARK-else") in found
+    assert marked_line(model, "MARK-else") in found
 
 
 def test_flags_and_literal_comparisons_say_what_holds_in_each_arm():
@@ -168,15 +158,15 @@ class Runner:
 
 
 def test_an_arm_commented_prefill_is_not_in_the_graph(tmp_path):
-    result = _check(tmp_path, {"runner.py": STEP.format(comment="prefill")})
+    result = check_project(tmp_path, {"runner.py": STEP.format(comment="prefill")})
     lines = {f.line for f in result.findings if f.rule == "GL101"}
-    assert not lines & {_line(STEP, "MARK-prefill"), _line(STEP, "MARK-helper")}
+    assert not lines & {marked_line(STEP, "MARK-prefill"), marked_line(STEP, "MARK-helper")}
 
 
 def test_prefill_as_a_verb_keeps_the_arm(tmp_path):
-    result = _check(tmp_path, {"runner.py": STEP.format(comment="prefill the cache for the step")})
+    result = check_project(tmp_path, {"runner.py": STEP.format(comment="prefill the cache for the step")})
     lines = {f.line for f in result.findings if f.rule == "GL101"}
-    assert {_line(STEP, "MARK-prefill"), _line(STEP, "MARK-helper")} <= lines
+    assert {marked_line(STEP, "MARK-prefill"), marked_line(STEP, "MARK-helper")} <= lines
 
 
 BACKBONES = '''
@@ -239,23 +229,23 @@ def main():
 
 
 def test_a_default_and_a_classmethod_constructor_say_what_an_attribute_holds(tmp_path):
-    result = _check(tmp_path, {"backbones.py": BACKBONES, "holder.py": HOLDER})
+    result = check_project(tmp_path, {"backbones.py": BACKBONES, "holder.py": HOLDER})
     lines = {f.line for f in result.findings if f.path.endswith("backbones.py") and f.rule == "GL101"}
-    assert {_line(BACKBONES, "MARK-slow"), _line(BACKBONES, "MARK-fast")} <= lines
+    assert {marked_line(BACKBONES, "MARK-slow"), marked_line(BACKBONES, "MARK-fast")} <= lines
 
 
 def test_only_the_default_is_run_when_no_call_passes_one(tmp_path):
     holder = HOLDER.replace("        return cls(BACKBONES[name])", "        return cls()")
-    result = _check(tmp_path, {"backbones.py": BACKBONES, "holder.py": holder})
+    result = check_project(tmp_path, {"backbones.py": BACKBONES, "holder.py": holder})
     lines = {f.line for f in result.findings if f.path.endswith("backbones.py") and f.rule == "GL101"}
-    assert _line(BACKBONES, "MARK-slow") in lines and _line(BACKBONES, "MARK-fast") not in lines
+    assert marked_line(BACKBONES, "MARK-slow") in lines and marked_line(BACKBONES, "MARK-fast") not in lines
 
 
 def test_a_called_attribute_of_unknown_value_is_listed_not_dropped(tmp_path):
     holder = HOLDER.replace("    def __init__(self, backbone_cls=DEFAULT_BACKBONE):", "    def __init__(self, factory):")
     holder = holder.replace("        self.backbone = backbone_cls()", "        self.backbone = factory()")
     holder = holder.replace("        return cls(BACKBONES[name])", "        return None")
-    result = _check(tmp_path, {"backbones.py": BACKBONES, "holder.py": holder})
+    result = check_project(tmp_path, {"backbones.py": BACKBONES, "holder.py": holder})
     assert [u["call"] for u in result.unresolved_calls] == ["self.backbone"], result.unresolved_calls
     assert any(f.rule == "GL905" for f in result.findings)
 
@@ -272,9 +262,9 @@ def test_from_pretrained_of_a_linted_model_is_that_model(tmp_path):
     '''
     engine = ENGINE.format(module="model", model="Model", params="path",
                            init="self.model = Model.from_pretrained(path).eval()", build='Engine("path")')
-    result = _check(tmp_path, {"model.py": model, "engine.py": engine})
+    result = check_project(tmp_path, {"model.py": model, "engine.py": engine})
     found = [f for f in result.findings if f.path.endswith("model.py") and f.rule == "GL101"]
-    assert found and found[0].line == _line(model, "MARK-model")
+    assert found and found[0].line == marked_line(model, "MARK-model")
     # Reached through the engine's capture, not as a forward taken as a root for want of one.
     assert "Engine.step" in found[0].reached_via
 
@@ -287,22 +277,22 @@ PRUNED = MODEL.replace("            print(ids.sum().item())  # MARK-else",
 
 
 def test_a_call_in_a_dead_arm_is_not_followed(tmp_path):
-    result = _check(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=True")})
-    assert _line(PRUNED, "MARK-helper") not in {f.line for f in result.findings if f.path.endswith("model.py")}
+    result = check_project(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=True")})
+    assert marked_line(PRUNED, "MARK-helper") not in {f.line for f in result.findings if f.path.endswith("model.py")}
     assert ("model.py", "Inner._eager") not in result.regions or result.regions[("model.py", "Inner._eager")].region != "captured"
 
 
 def test_a_call_in_an_arm_the_step_takes_is_followed(tmp_path):
-    result = _check(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=False")})
-    assert _line(PRUNED, "MARK-helper") in {f.line for f in result.findings if f.path.endswith("model.py")}
+    result = check_project(tmp_path, {"model.py": PRUNED, "runner.py": RUNNER.format(args="spec=False")})
+    assert marked_line(PRUNED, "MARK-helper") in {f.line for f in result.findings if f.path.endswith("model.py")}
 
 
 def test_an_attribute_set_from_a_constructor_parameter_holds_what_its_callers_pass(tmp_path):
     engine = ENGINE.format(module="backbones", model="SlowBackbone", params="model, steps",
                            init="self.model = model\n        self.steps = steps",
                            build="Engine(SlowBackbone().cuda().eval(), 4)")
-    result = _check(tmp_path, {"backbones.py": BACKBONES, "engine.py": engine})
+    result = check_project(tmp_path, {"backbones.py": BACKBONES, "engine.py": engine})
     found = {f.line: f for f in result.findings if f.path.endswith("backbones.py") and f.rule == "GL101"}
-    assert _line(BACKBONES, "MARK-slow") in found and "Engine.step" in found[_line(BACKBONES, "MARK-slow")].reached_via
+    assert marked_line(BACKBONES, "MARK-slow") in found and "Engine.step" in found[marked_line(BACKBONES, "MARK-slow")].reached_via
     # The model the engine is given, not every forward of the tree in its place.
-    assert _line(BACKBONES, "MARK-fast") not in found
+    assert marked_line(BACKBONES, "MARK-fast") not in found

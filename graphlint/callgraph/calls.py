@@ -203,13 +203,13 @@ class CallResults:
         position = index - 1 if method else index  # a method's `self` is not passed
         out: set = set()
         matched = 0
-        sites = self._call_sites().get(short, ())
-        if qualname.endswith(".__init__"):
-            # `cls(...)` in a classmethod builds the class too (`model = cls(config, backbone_cls)`).
-            sites = [*sites, *self._call_sites().get("cls", ())]
-        sites = [(call, scope, position) for call, scope in sites]
         if self_class is not None:
-            sites, matches = self._subclass_init_sites(path, qualname, index, position, self_class)
+            sites, matches = self._subclass_init_sites(cls, index, position, self_class)
+        else:
+            sites = [(call, scope, position) for call, scope in self._call_sites().get(short, ())]
+            if qualname.endswith(".__init__"):
+                # `cls(...)` in a classmethod builds the class too (`model = cls(config, backbone_cls)`).
+                sites += [(call, scope, position) for call, scope in self._call_sites().get("cls", ())]
         for call, scope, position in sites:
             if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
                 continue
@@ -234,19 +234,19 @@ class CallResults:
                 self._passing.discard((call, scope[:2]))
         return out if matched <= _MAX_CALL_SITES or _factories(out) else set()
 
-    def _subclass_init_sites(self, path: str, qualname: str, index: int, position: int, self_class: tuple):
-        """The calls that run this `__init__` for an instance of `self_class`: the subclass's own
-        construction (when it inherits this `__init__`) and the `super().__init__(model=model)` of
-        the classes between them (`Base.__init__(self, model)` passes `self` as well)."""
+    def _subclass_init_sites(self, cls: tuple[str, str], index: int, position: int, self_class: tuple):
+        """The calls that run `cls.__init__` for an instance of its subclass `self_class`: the
+        subclass's own construction (when it inherits this `__init__`) and the
+        `super().__init__(model=model)` of the classes between them (`Base.__init__(self, model)`
+        passes `self` as well), with the matcher of their callees."""
         chain = self.mro(self_class)[0]
-        below = chain[: chain.index((path, qualname[: -len(".__init__")]))] if (path, qualname[: -len(".__init__")]) \
-            in chain else []
+        below = chain[: chain.index(cls)] if cls in chain else []
         sites = []
         if not any("__init__" in self.classes[c]["methods"] for c in below):
             sites = [(call, scope, position) for call, scope in self._call_sites().get(self_class[1].rsplit(".", 1)[-1], ())]
         sites += [(call, scope, position if _through_super(call[1]) else index)
                   for call, scope in self._call_sites().get("__init__", ()) if scope[2] in below]
-        init = (path, qualname)
+        init = (cls[0], f"{cls[1]}.__init__")
         return sites, lambda values: self_class in self._classes_of(values) or init in self._functions_run(values)
 
     def _functions_run(self, values: frozenset) -> frozenset:

@@ -198,7 +198,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
         # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
         # The files that hand the step to a capturing function or class (`CUDAGraphed(self.encoder)`,
         # `capture(self.forward_decode)`) and the captured functions' own files belong to it too.
-        involved = {key[0] for key, *_ in sites} | {target[1][0] for *_, site_roots, _ in sites for target in site_roots}
+        involved = {key[0] for key, *_ in sites} | {target[1][0] for _, _, _, site_roots, *_ in sites for target in site_roots}
         covered = covered_files(project, involved | passing_files(project, [key for key, *_ in sites]), applications)
         fallback = forward_roots(project, covered, orchestration)
     # --- region file (graphlint.callgraph.recorded): functions a real run executed are roots.

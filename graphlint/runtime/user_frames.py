@@ -74,43 +74,37 @@ def _frame_dict(code, lineno: int) -> dict:
     return {"path": relative_path(code.co_filename), "line": lineno or 0, "function": code.co_name}
 
 
-def site(frame: FrameType | None = None) -> tuple:
-    """The innermost user frame as a hashable `(code, line)`; cheap enough to call for every op."""
+def site_and_callers(frame: FrameType | None = None, limit: int = 64) -> tuple[tuple, tuple]:
+    """The innermost user frame as a hashable `(code, line)` (else the innermost torch or stdlib
+    frame), and the user frames above it up to the harness call, innermost first: where a
+    control-flow divergence began when a branch chose between calls. One walk up the stack, cheap
+    enough for every op (codes are classified once). A stack deeper than `limit` ends its callers
+    in None: their outermost frames are unknown."""
     f = frame or sys._getframe(1)
     fallback = None
-    while f is not None:
-        kind = _kind(f.f_code)
-        if kind == "user":
-            return (f.f_code, f.f_lineno)
-        if kind == "internal" and fallback is None:
+    while f is not None and _kind(f.f_code) != "user":
+        if fallback is None and _kind(f.f_code) == "internal":
             fallback = (f.f_code, f.f_lineno)
         f = f.f_back
-    return fallback or (None, 0)
-
-
-def callers(frame: FrameType | None = None, limit: int = 64) -> tuple:
-    """The user frames above the innermost one, innermost first, as `(code, line)` keys: where a
-    control-flow divergence began when the branch chose between calls (cheap: codes are classified
-    once). A stack deeper than `limit` ends in None: its outermost frames are unknown."""
-    f = frame or sys._getframe(1)
-    found: list[tuple] = []
-    seen_user = False
+    if f is None:
+        return fallback or (None, 0), ()
+    site = (f.f_code, f.f_lineno)
+    found: list = []
+    f = f.f_back
     while f is not None and len(found) < limit:
         kind = _kind(f.f_code)
         if kind == "user":
-            if seen_user:
-                found.append((f.f_code, f.f_lineno))
-            seen_user = True
-        elif kind == "harness" and seen_user:
-            break
+            found.append((f.f_code, f.f_lineno))
+        elif kind == "harness":
+            break  # the harness called the target: the stack above is not the user's
         f = f.f_back
     if f is not None and len(found) >= limit:
         found.append(None)
-    return tuple(found)
+    return site, tuple(found)
 
 
 def site_dict(key: tuple) -> dict:
-    """Expand a `site()` key into `{path, line, function}`."""
+    """Expand a site key (graphlint.runtime.user_frames.site_and_callers) into `{path, line, function}`."""
     code, line = key
     if code is None:
         return {"path": "?", "line": 0, "function": "?"}

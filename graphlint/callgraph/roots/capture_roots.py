@@ -43,7 +43,8 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                    facts: Mapping[tuple[str, str], Mapping[str, Any]] | None = None,
                    arguments: ArgumentStates | None = None) -> tuple[list, dict, bool, list]:
     """(roots with reasons, orchestration functions -> reason, whether a capture site's callee
-    could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees)])
+    could not be resolved, the capture sites [(key, line, reason, roots, unresolved callees, those of
+    them that another library's models are)])
     from the capture sites in the linted code. `calls` gets, per root, (capturing function,
     callee expression, the configuration tests the site sits under, the site's kind) for each
     site: the first two for a call captured inline (a `with torch.cuda.graph` body, capture_begin..end), None
@@ -70,7 +71,7 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
             if kind == "compile-decorator":
                 roots.append(((FN, key, owner), reason))
                 calls.setdefault(key, []).append((None, None, conditions, kind))
-                sites.append((key, line, reason, [(FN, key, owner)], []))
+                sites.append((key, line, reason, [(FN, key, owner)], [], []))
                 continue
             orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
             if arguments is not None and number < len(name_guards) and _never_runs(
@@ -78,6 +79,7 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                 continue
             site_roots: list[tuple] = []
             missing: list[str] = []
+            library_models: list[str] = []  # of `missing`: what only another library's models are
             for expr in callees:
                 values = project.eval(expr, scope)
                 targets = project.call_targets(values)
@@ -109,13 +111,15 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                     # are no stand-in for it (transformers' logits warpers, a loader's model).
                     outside = all(outside_model(v) for v in values)
                     blind = blind or not outside
+                    if outside:
+                        library_models.append(text)
                     what = f"runs `{model}`, a model outside the linted files" if model else "cannot be resolved"
-                    instead = _STANDS_IN_FOR_NOTHING if outside else "every nn.Module forward is checked instead"
+                    instead = "nothing linted stands in for it" if outside else "every nn.Module forward is checked instead"
                     unresolved.setdefault((key, text), {
                         "path": key[0], "caller": names.get(key, key[1]), "call": text,
                         "reason": f"the callee of the capture site at {where} {what}; {instead}"})
             roots.extend((target, reason) for target in site_roots)
-            sites.append((key, line, reason, site_roots, missing))
+            sites.append((key, line, reason, site_roots, missing, library_models))
         if function.get("replays"):
             orchestration.setdefault(key, f"replays a CUDA graph at {key[0]}:{function['replays']} (orchestration)")
     return roots, orchestration, blind, sites
@@ -342,8 +346,6 @@ def passed_by_reached(project: Project, key: tuple[str, str], param: str, caller
     return kept or targets
 
 
-# The reason an unresolved capture callee gives when it is another library's model.
-_STANDS_IN_FOR_NOTHING = "nothing linted stands in for it"
 # How many callers up a step handed from parameter to parameter is followed.
 _MAX_PASS_DEPTH = 3
 
@@ -356,7 +358,7 @@ def incomplete_sites(sites: list[tuple], graph: Any, unresolved: dict, names: di
     by_caller: dict[tuple[str, str], list[str]] = {}
     for caller, text in unresolved:
         by_caller.setdefault(caller, []).append(text)
-    for key, line, reason, site_roots, missing in sites:
+    for key, line, reason, site_roots, missing, library_models in sites:
         seen: set[tuple[str, str]] = set()
         stack = [target[1] for target in site_roots]
         while stack:
@@ -369,8 +371,7 @@ def incomplete_sites(sites: list[tuple], graph: Any, unresolved: dict, names: di
                          for text in by_caller.get(caller, ())})
         if not missing and not beyond:
             continue
-        outside = [text for text in missing if _STANDS_IN_FOR_NOTHING in unresolved.get((key, text), {}).get("reason", "")]
-        if missing and len(outside) == len(missing):
+        if missing and len(library_models) == len(missing):
             message = (f"the callee of this capture, `{', '.join(missing)}`, runs a model another library builds: "
                        "what it runs is not checked (no linted code stands in for it)")
         elif missing:

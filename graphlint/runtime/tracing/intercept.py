@@ -424,7 +424,7 @@ class Interceptor:
     def on_op(self, func, args, kwargs):
         rec = self.rec
         packet, overload = _op_name(func)
-        site = user_frames.site()
+        site, callers = user_frames.site_and_callers()
         rules = op_catalog.OP_RULES_BY_NAME.get(packet)
         fired = None
         if rules:
@@ -448,12 +448,12 @@ class Interceptor:
             self.current_op = previous
         self.in_handler = True
         try:
-            self._record(rec, packet, overload, args, kwargs, out, site, fired)
+            self._record(rec, packet, overload, args, kwargs, out, site, fired, callers)
         finally:
             self.in_handler = False
         return out
 
-    def _record(self, rec, packet, overload, args, kwargs, out, site, fired) -> None:
+    def _record(self, rec, packet, overload, args, kwargs, out, site, fired, callers) -> None:
         ins = _tensors(args, [])
         if kwargs:
             _tensors(kwargs, ins)
@@ -506,7 +506,7 @@ class Interceptor:
             rec.from_data.update(k for k in map(_storage_key, ins + outs) if k)
             sig += (_lifted_value(ins[0]),) if ins else ()
         shapes = tuple(tuple(t.shape) for t in ins) + tuple(tuple(t.shape) for t in outs)
-        rec.ops.append((name, sig, shapes, tuple(external), site, user_frames.callers()))
+        rec.ops.append((name, sig, shapes, tuple(external), site, callers))
         if self.emulate:
             self.residence.propagate(ins, outs)
 
