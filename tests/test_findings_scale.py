@@ -73,7 +73,7 @@ def test_the_sweep_finds_the_same_statement_as_a_brute_force_search():
     text = path.read_text("utf-8")
     static = check([path], Config(root=REPO), jobs=1)
     findings = [f for f in static.findings if not f.rule.startswith("GL9")]
-    assert len(findings) > 30
+    assert len(findings) > 20  # the reference port's forward region
     source = fingerprints._Source(text)
     swept = source.statement_texts(findings)
     assert swept == [_brute_force_statement(source, f) for f in findings]

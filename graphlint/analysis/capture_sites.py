@@ -32,6 +32,8 @@ _GRAPH_OPTIONS = catalog.names("graphs", "graph_options")
 _CAPTURE_BEGIN = catalog.names("graphs", "capture_methods")
 _CAPTURE_END = catalog.names("graphs", "capture_end_methods")
 _REPLAY = catalog.names("graphs", "replay_methods")
+_WRAPPER_CAPTURE = tuple(sorted(catalog.names("graphs", "wrapper_capture_words")))
+_WRAPPER_REPLAY = tuple(sorted(catalog.names("graphs", "wrapper_replay_words")))
 _TRAINING = catalog.names("modules", "training_flag")
 # Flags that say "initialised" (`if not self._initialized:` ... one-time set-up).
 _INIT_WORDS = ("initialized", "initialised", "_init_done", "warmed_up", "is_setup", "_built", "_setup_done")
@@ -73,10 +75,34 @@ class CaptureSite:
     """One place that captures: its kind, the node to locate, and the callees it captures
     (libcst expressions: the callee of each call in a block, or the callable handed over)."""
 
-    kind: str  # "cuda-graph" | "capture-begin" | "graphed-callables" | "compile" | "compile-decorator"
+    # "cuda-graph" | "capture-begin" | "graphed-callables" | "compile" | "compile-decorator", or
+    # "compile-fullgraph" | "compile-fullgraph-decorator" (torch.compile(fullgraph=True), no CUDA graphs)
+    kind: str
     node: cst.CSTNode
     callees: list[cst.BaseExpression] = field(default_factory=list)
     block: cst.CSTNode | None = None  # the code captured inline (a with body, capture_begin..end)
+
+
+def capture_context(call: cst.Call, qualified: str | None) -> bool:
+    """`torch.cuda.graph(g)` (`qualified` is the callee's dotted name), or an accelerator layer's
+    wrapper of it given a CUDA graph: `get_accelerator().capture_to_graph(self._cuda_graphs)`."""
+    return qualified in GRAPH_CONTEXTS or _wraps_graph(call, _WRAPPER_CAPTURE)
+
+
+def replay_call(call: cst.Call, by_name: bool = True) -> bool:
+    """`g.replay()` (with `by_name`, only on a receiver named as a graph), or an accelerator
+    layer's `replay_graph(self._cuda_graphs)`."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value in _REPLAY and not call.args:
+        return not by_name or _graph_like(call.func.value)
+    return _wraps_graph(call, _WRAPPER_REPLAY)
+
+
+def _wraps_graph(call: cst.Call, words: tuple[str, ...]) -> bool:
+    func = call.func
+    name = (func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name)
+            else "").lower()
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    return bool(positional) and any(word in name for word in words) and _graph_like(positional[0])
 
 
 def compile_captures(call: cst.Call, imports: ImportMap,
@@ -86,12 +112,27 @@ def compile_captures(call: cst.Call, imports: ImportMap,
     assigned in the function: `spread` maps a local name to the values assigned to it)."""
     if imports.resolve(call.func) not in _COMPILE:
         return False
+    return any(_captures_with(name, value) for name, value in _compile_keywords(call, spread))
+
+
+def compile_fullgraph(call: cst.Call, imports: ImportMap,
+                      spread: dict[str, list[cst.BaseExpression]] | None = None) -> bool:
+    """`torch.compile(f, fullgraph=True)` in a mode without CUDA graphs: a graph break is an
+    error, so what `f` runs must trace whole (no host sync, no data-dependent shape), but
+    nothing is replayed (a Python value is guarded, not frozen)."""
+    if imports.resolve(call.func) not in _COMPILE:
+        return False
+    return any(name == "fullgraph" and isinstance(value, cst.Name) and value.value == "True"
+               for name, value in _compile_keywords(call, spread))
+
+
+def _compile_keywords(call: cst.Call, spread: dict[str, list[cst.BaseExpression]] | None) -> list:
     keywords = [(a.keyword.value, a.value) for a in call.args if a.keyword is not None]
     for arg in call.args:
         if arg.star == "**" and isinstance(arg.value, cst.Name):
             for value in (spread or {}).get(arg.value.value, ()):
                 keywords.extend(_dict_items(value))
-    return any(_captures_with(name, value) for name, value in keywords)
+    return keywords
 
 
 def _dict_items(value: cst.BaseExpression) -> list[tuple[str, cst.BaseExpression]]:
@@ -141,10 +182,14 @@ def _callables(arg: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [arg]
 
 
-def decorator_captures(function: cst.FunctionDef, imports: ImportMap) -> cst.CSTNode | None:
+def decorator_captures(function: cst.FunctionDef, imports: ImportMap) -> tuple[cst.CSTNode, str] | None:
+    """The `@torch.compile(...)` decorator that captures the function, with its site kind."""
     for decorator in function.decorators:
-        if isinstance(decorator.decorator, cst.Call) and compile_captures(decorator.decorator, imports):
-            return decorator
+        if isinstance(decorator.decorator, cst.Call):
+            if compile_captures(decorator.decorator, imports):
+                return decorator, "compile-decorator"
+            if compile_fullgraph(decorator.decorator, imports):
+                return decorator, "compile-fullgraph-decorator"
     return None
 
 
@@ -176,7 +221,7 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
             continue
         if isinstance(node, cst.With):
             for item in node.items:
-                if isinstance(item.item, cst.Call) and imports.resolve(item.item.func) in GRAPH_CONTEXTS:
+                if isinstance(item.item, cst.Call) and capture_context(item.item, imports.resolve(item.item.func)):
                     sites.append(CaptureSite("cuda-graph", item.item, calls_in(node.body), node.body))
         elif isinstance(node, cst.Call):
             qualified = imports.resolve(node.func)
@@ -187,8 +232,9 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
                 sites.append(CaptureSite("graphed-callables", node, _callables(positional[0])))
             elif positional and compile_captures(node, imports, spread):
                 sites.append(CaptureSite("compile", node, [positional[0]]))
-            elif isinstance(node.func, cst.Attribute) and node.func.attr.value in _REPLAY and not node.args \
-                    and replay is None and _graph_like(node.func.value):
+            elif positional and compile_fullgraph(node, imports, spread):
+                sites.append(CaptureSite("compile-fullgraph", node, [positional[0]]))
+            elif replay is None and replay_call(node):
                 replay = node
         elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):
             sites.extend(_begin_end(node.body))

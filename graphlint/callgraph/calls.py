@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, SUPER, \
-    TUPLE, join as _join
+from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
+    SUPER, TUPLE, join as _join
 
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
                          "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
@@ -309,8 +309,14 @@ class CallResults:
             found = self.attr(self._arg(args, 0, scope), args[1][1])
             return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
         if name == "getattr" and args:
-            # `getattr(impls, config.backend)`: a name chosen at run time may be any of them.
-            found = self._any_attribute(self._arg(args, 0, scope))
+            names = self._arg(args, 1, scope) if len(args) > 1 else set()
+            if names and all(value[0] == STR for value in names):
+                # `getattr(base_module, function_name)`, every call passing a literal name.
+                held = frozenset(self._arg(args, 0, scope))
+                found = set().union(*(self.attr(held, value[1]) for value in names))
+            else:
+                # `getattr(impls, config.backend)`: a name chosen at run time may be any of them.
+                found = self._any_attribute(self._arg(args, 0, scope))
             return found | (self._arg(args, 2, scope) if len(args) > 2 else set())
         if name == "super":
             path, qualname, self_class = scope
@@ -320,7 +326,11 @@ class CallResults:
                 start = next((v[1] for v in self._arg(args, 0, scope) if v[0] == CLS), None)
             elif function is not None and function["class"]:
                 start = (path, function["class"])
-            return {(SUPER, start, self_class or start)} if start is not None else set()
+            if start is None:
+                return set()
+            # `super(Wrapped, self.inner)`: the instance named, not this method's self.
+            named = {v[1] for v in self._arg(args, 1, scope) if v[0] == INST} if len(args) > 1 else set()
+            return {(SUPER, start, cls) for cls in named} if named else {(SUPER, start, self_class or start)}
         return set()
 
     def _any_attribute(self, values: frozenset) -> set:

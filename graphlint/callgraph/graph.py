@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 from graphlint.analysis.arm_guards import contradicts
 from graphlint.analysis.facts.call_facts import MODULE_SCOPE
@@ -36,9 +36,9 @@ from graphlint.callgraph.outside import outside_model
 from graphlint.callgraph.regions import (CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements, listed,
                                          module_name)
 from graphlint.callgraph.roots.capture_roots import (call_records, callee_text, candidate_calls, capture_roots,
-                                                     compiled_only, incomplete_sites, is_parameter, passed_by_reached,
+                                                     compiled_only, fullgraph_only, incomplete_sites, is_parameter, passed_by_reached,
                                                      passing_files, root_calls, site_conditions, warmed_by_caller)
-from graphlint.callgraph.roots.fallback_roots import covered_files, drives_step, forward_roots, is_module
+from graphlint.callgraph.roots.fallback_roots import covered_files, drives_step, forward_roots, is_module, plain_forward_roots
 from graphlint.callgraph.values import DYN, EXT, FN, INST, LAMBDA, PEXT, Project
 from graphlint.config import Config, ConfigError
 
@@ -193,6 +193,8 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
     has_sites = bool(sites)
     if blind or not has_sites:
         fallback = forward_roots(project, orchestration=orchestration)
+        if not has_sites and not fallback and not orchestration:
+            fallback = plain_forward_roots(project)
     else:
         # A capture site speaks for the code its file can reach, not for a whole tree of
         # unrelated models linted with it (one model compiled with reduce-overhead among hundreds).
@@ -215,7 +217,7 @@ def _build(files: Sequence[Mapping[str, Any]], config: Config, project: Project,
     nothing_found = not site_roots and not fallback and not orchestration and not learned
     swept = _sweep(files, config) if nothing_found and not config.entry_points else {}
     walk = _Walk(project, config, orchestration, graph, unresolved, arguments, dead)
-    walk.start(roots)
+    walk.start(roots, fullgraph_only(site_calls))
     standing_in, stood_in = _stand_in_roots(project, walk, arguments)
     if standing_in:
         walk.start(standing_in)
@@ -341,11 +343,14 @@ class _Walk:
         # model a loader returns): (caller, index of the call).
         self.module_calls: list[tuple[tuple[str, str], int]] = []
 
-    def start(self, roots: Sequence[tuple]) -> None:
+    def start(self, roots: Sequence[tuple], traced: Collection[tuple[str, str]] = ()) -> None:
+        """Walk from `roots`; those in `traced` (compiled with fullgraph=True alone) start eager."""
         for root, reason in roots:
             designation, why = _designation(self.project, root[1], self.config, self.orchestration)
             if designation == EAGER:
                 self.eager_seeds.append((root, None, why))
+            elif root[1] in traced:
+                self.eager_seeds.append((root, None, reason))
             else:
                 self.reach(root, CAPTURED, None, reason)
         self.run()

@@ -3,24 +3,30 @@ a class's methods assign to `self.attr` for an instance of a given class (graphl
 evaluates the expressions)."""
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from graphlint.analysis.facts.call_facts import STAR_IMPORT
 from graphlint.callgraph.calls import last_name
-from graphlint.callgraph.tags import MOD
+from graphlint.callgraph.tags import DYN, MOD
 
 _MAX_STAR_DEPTH = 3  # star imports of star imports followed
 
 
+def _only_unpassed_parameter(values) -> bool:
+    """A parameter's value where no linted call passes it (graphlint.callgraph.values.name)."""
+    return len(values) == 1 and next(iter(values))[0] == DYN and next(iter(values))[1].startswith("parameter `")
+
+
 class Lookups:
     """The binding half of Project's evaluation (it provides classes, functions, globals,
-    imports, modules, resolve_import and module_name_value)."""
+    imports, modules, eval, resolve_import and module_name_value)."""
 
     classes: dict
     functions: dict
     globals: dict
     imports: dict
     modules: dict
+    eval: Callable[[Any, tuple], frozenset]
 
     def module_defines(self, path: str, name: str) -> bool:
         """Whether the module binds `name` itself: a class, a function, a global or an import."""
@@ -57,6 +63,23 @@ class Lookups:
         `Llama.alloc` without calling it, holds only the static cache its own `alloc` builds."""
         return [(method, expr) for method, expr in self.classes[owner]["attrs"].get(attr, ())
                 if not method or not self._overridden(owner, method.rsplit(".", 1)[-1], order)]
+
+    def assigned_values(self, order: Sequence[tuple[str, str]], attr: str, self_class: tuple[str, str] | None) -> set:
+        """The values the classes of `order` assign to `self.attr`. A setter's assignment of a
+        parameter no linted call passes (`set_input_embeddings(self, value): self.embed_tokens =
+        value`, which only another library calls) counts only when nothing else assigns the
+        attribute: it says nothing of what the constructor put there."""
+        found: set = set()
+        unset: set = set()
+        for owner in order:
+            for method, expr in self.assignments(owner, attr, order):
+                scope = (owner[0], method, self_class or owner) if method else (owner[0], None, None)
+                values = self.eval(expr, scope)
+                if method and not method.endswith(".__init__") and _only_unpassed_parameter(values):
+                    unset |= values
+                else:
+                    found |= values
+        return found or unset
 
     def _overridden(self, owner: tuple[str, str], name: str, order: Sequence[tuple[str, str]]) -> bool:
         for cls in order:

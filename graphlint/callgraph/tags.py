@@ -3,6 +3,7 @@ INST, CLS, FN, SUPER, MOD = "inst", "cls", "fn", "super", "mod"
 LIST, TUPLE, DICT, BOUND = "list", "tuple", "dict", "bound"
 EXT, PEXT, DYN, BUILTIN = "ext", "pext", "dyn", "builtin"  # library, project outside the lint, unknown
 LAMBDA = "lambda"  # (LAMBDA, body, defining scope): calling it gives the body's value
+STR = "str"  # (STR, text): a string literal, read only as the name `getattr` is given
 
 EMPTY: frozenset = frozenset()
 

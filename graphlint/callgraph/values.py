@@ -10,6 +10,7 @@ A value is a tuple whose first item is its tag:
   (PEXT, dotted)  from a project module that is not among the linted files
   (DYN, why)      not known statically (an unannotated parameter, a computed value)
   (LAMBDA, body, scope, params)  a lambda: calling it evaluates its body where it was defined
+  (STR, text)     a string literal: the attribute a `getattr` of it names
 where a class or function is (path, qualname).
 """
 from __future__ import annotations
@@ -25,7 +26,10 @@ from graphlint.callgraph.module_names import namespace_parents, package_module
 from graphlint.callgraph.outside import outside_model
 from graphlint.callgraph.regions import module_name
 from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LAMBDA,  # noqa: F401
-                                      LIST, MOD, PEXT, SUPER, TUPLE, join as _join)
+                                      LIST, MOD, PEXT, STR, SUPER, TUPLE, join as _join)
+
+_NN = catalog.prefix("namespaces", "nn")
+
 
 # A base with more subclasses than this says little about what `self` holds.
 _MAX_SUBCLASSES = 8
@@ -222,6 +226,8 @@ class Project(CallResults, Lookups):
             return {(DYN, "a computed value")}
         if tag == "lam":
             return {(LAMBDA, expr[1], scope, expr[2] if len(expr) > 2 else ())}
+        if tag == "str":
+            return {(STR, expr[1])}
         return _EMPTY
 
     def _elements(self, items: Sequence, scope: tuple) -> frozenset:
@@ -404,15 +410,16 @@ class Project(CallResults, Lookups):
             if "staticmethod" in decorators:
                 return {(FN, key, None)}
             return {(FN, key, self_class or owner)}
-        found: set = set()
-        for owner in order:
-            for method, expr in self.assignments(owner, attr, order):
-                scope = (owner[0], method, self_class or owner) if method else (owner[0], None, None)
-                found |= self.eval(expr, scope)
+        found = self.assigned_values(order, attr, self_class)
         if found:
             return found
         if outside:
             base = next((b for b in outside if b[0] == PEXT), outside[0])
+            if attr == "__call__" and instance and self_class and str(base[1]).startswith(_NN):
+                # nn.Module's __call__ runs the instance's forward: `super(Base, layer).__call__`
+                # skips the project's own __call__ overrides, not its forward.
+                return {v for v in self.member(self_class, "forward", self_class) if v[0] == FN} or \
+                    {(base[0], f"{base[1]}.{attr}")}
             return {(base[0], f"{base[1]}.{attr}")}
         if after is not None:
             return set()

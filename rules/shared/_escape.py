@@ -8,6 +8,7 @@ from typing import Callable, Iterable
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.capture_sites import capture_context
 from graphlint.analysis.children import code_children, iter_code
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context
@@ -19,7 +20,6 @@ _ALIAS_METHODS = catalog.names("aliasing", "methods")
 _ALIAS_FUNCTIONS = catalog.names("aliasing", "functions")
 _STORE_METHODS = catalog.names("persistent_store", "methods")
 _STORE_FUNCTIONS = catalog.names("persistent_store", "functions")
-_GRAPH_CONTEXTS = catalog.names("graphs", "capture_contexts")
 _CONTAINERS = frozenset({"dict", "list", "tuple", "set", "dataclasses.replace"})
 _METADATA = catalog.names("metadata", "attributes")
 
@@ -191,7 +191,7 @@ class Escapes:
             self._scan_calls(item.item, env)
             if item.asname is not None:
                 self._bind(item.asname.name, self.carriers(item.item, env), env, item.item)
-        capture = any(isinstance(i.item, cst.Call) and self._ctx.qualified(i.item.func) in _GRAPH_CONTEXTS
+        capture = any(isinstance(i.item, cst.Call) and capture_context(i.item, self._ctx.qualified(i.item.func))
                       for i in node.items)
         env = self._block(node.body, env)
         if capture:

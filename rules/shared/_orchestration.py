@@ -7,6 +7,7 @@ from typing import Iterator
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.capture_sites import capture_context, replay_call
 from graphlint.analysis.children import iter_scope
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context
@@ -44,9 +45,9 @@ class Orchestration:
                     if name:
                         self.graph_names.add(name)
             elif isinstance(node, cst.Call):
-                if ctx.qualified(node.func) in GRAPH_CONTEXTS or method_name(node) in _CAPTURE_METHODS:
+                if capture_context(node, ctx.qualified(node.func)) or method_name(node) in _CAPTURE_METHODS:
                     self.captures = True
-                elif method_name(node) in REPLAY_METHODS and not node.args:
+                elif replay_call(node, by_name=False):
                     self.replays.append(node)
         self.devices = DeviceEvidence(function, ctx)
 
@@ -90,10 +91,11 @@ def in_stream_context(ctx: Context) -> bool:
     for parent in ctx.parents:
         if isinstance(parent, cst.With):
             for item in parent.items:
-                if isinstance(item.item, cst.Call) and ctx.qualified(item.item.func) in _STREAM_CONTEXTS:
+                if isinstance(item.item, cst.Call) and (ctx.qualified(item.item.func) in _STREAM_CONTEXTS
+                                                        or capture_context(item.item, ctx.qualified(item.item.func))):
                     return True
     return False
 
 
 def graph_call(node: cst.Call, ctx: Context) -> bool:
-    return ctx.qualified(node.func) in GRAPH_CONTEXTS
+    return capture_context(node, ctx.qualified(node.func))

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 from graphlint.lazy import cst
 
 from graphlint.analysis.argument_records import default_states, resolve_record
-from graphlint.analysis.facts.encoding import ARG_AWARE, TYPE_VARIABLES, annotation, encode, type_variables
+from graphlint.analysis.facts.encoding import ARG_AWARE, TYPE_VARIABLES, annotation, encode, passed_reference, type_variables
 from graphlint.analysis.children import compound_bodies, suite_body
 from graphlint.analysis.facts.function_walker import MAX_PER_NAME, FunctionWalker
 from graphlint.analysis.names import class_bases, dotted
@@ -210,11 +210,17 @@ def _module_calls(module: cst.Module) -> dict[str, Any] | None:
 
 def _default_values(node: cst.FunctionDef) -> dict[str, Any]:
     """Unannotated parameters whose default names something (`backbone_cls=DEFAULT_BACKBONE_CLS`):
-    the value a call that leaves them out runs."""
+    the value a call that leaves them out runs. A name-like string default (`name: str =
+    "forward"`) too: the attribute a `getattr(obj, name)` looks up."""
     params = node.params
     found: dict[str, Any] = {}
     for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
         default = param.default
+        if type(default) is cst.SimpleString:
+            literal = passed_reference(default)
+            if literal is not None:
+                found[param.name.value] = literal
+            continue
         if param.annotation is not None or default is None:
             continue
         if (type(default) is cst.Name and default.value not in ("None", "True", "False")) or type(default) is cst.Attribute:

@@ -99,6 +99,18 @@ def reference(node: cst.BaseExpression) -> list | str | None:
     return None
 
 
+def passed_reference(node: cst.BaseExpression) -> list | str | None:
+    """What a call site passes that the callee may look up: a reference, or a string literal
+    spelled as an identifier (`run(layer, "forward")` into `getattr(obj, name)`)."""
+    if type(node) is cst.SimpleString and len(node.value) <= 66:
+        try:
+            value = node.evaluated_value
+        except (ValueError, SyntaxError):
+            return None
+        return ["str", value] if isinstance(value, str) and value.isidentifier() else None
+    return reference(node)
+
+
 def arg_aware(func: Any) -> bool:
     """Whether an encoded callee's calls keep every argument (see `_keeps_arguments`)."""
     return _keeps_arguments(func if type(func) is str else func[2] if type(func) is list and func[:1] == ["a"] else "")

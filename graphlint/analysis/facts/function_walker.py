@@ -13,7 +13,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.argument_records import SET, argument_record, join_records, value_state
 from graphlint.analysis.arm_guards import arm_guards
 from graphlint.analysis.capture_sites import one_time_blocks, rest_zones
-from graphlint.analysis.facts.encoding import LIBRARY_METHODS, annotation, arg_aware, encode, reference
+from graphlint.analysis.facts.encoding import LIBRARY_METHODS, annotation, arg_aware, encode, passed_reference
 
 MAX_PER_NAME = 8  # assignments kept per local name (flow-insensitive union)
 MAX_RETURNS = 4
@@ -311,13 +311,13 @@ class FunctionWalker:
             for index, arg in enumerate(node.args):
                 if arg.keyword is not None or arg.star:
                     break
-                refs.append(built[index] if index < len(built) and built[index] is not None else reference(arg.value))
+                refs.append(built[index] if index < len(built) and built[index] is not None else passed_reference(arg.value))
             while refs and refs[-1] is None:
                 refs.pop()
             # Name-like keyword arguments too: a cache or a model handed down the layers
             # (`self.self_attn(x, graph_cache=graph_cache)`) says what the callee's parameter holds.
             keywords = {arg.keyword.value: ref for arg in node.args if arg.keyword is not None
-                        for ref in (reference(arg.value),) if ref is not None}
+                        for ref in (passed_reference(arg.value),) if ref is not None}
             if refs or keywords:
                 encoded.append(refs)
             if keywords:

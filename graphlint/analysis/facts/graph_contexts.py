@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 from graphlint.lazy import cst
 
-from graphlint.analysis.capture_sites import GRAPH_CONTEXTS, calls_in
+from graphlint.analysis.capture_sites import calls_in, capture_context
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.facts.encoding import encode
 from graphlint.analysis.names import ImportMap, torch_or_stdlib
@@ -38,10 +38,10 @@ def makes_graph_context(function: Any, imports: ImportMap) -> bool:
     """Whether the function returns a capture context (`return torch.cuda.graph(graph, pool)`)
     or yields inside one (a `@contextmanager` around `with torch.cuda.graph(g):`)."""
     for node in iter_code(function.body, skip=_DEFINITIONS):
-        if type(node) is cst.Return and type(node.value) is cst.Call and imports.resolve(node.value.func) in GRAPH_CONTEXTS:
+        if type(node) is cst.Return and type(node.value) is cst.Call and capture_context(node.value, imports.resolve(node.value.func)):
             return True
-        if type(node) is cst.With and any(type(item.item) is cst.Call and imports.resolve(item.item.func)
-                                          in GRAPH_CONTEXTS for item in node.items):
+        if type(node) is cst.With and any(type(item.item) is cst.Call and capture_context(item.item, imports.resolve(item.item.func))
+                                          for item in node.items):
             if any(type(inner) is cst.Expr and type(inner.value) is cst.Yield
                    for inner in iter_code(node.body, skip=_DEFINITIONS)):
                 return True

@@ -22,7 +22,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.facts.call_facts import MODULE_SCOPE, callgraph_facts
 from graphlint.analysis.facts.encoding import encode, is_library_method
 from graphlint.analysis.facts.graph_contexts import context_facts, record_contexts
-from graphlint.analysis.capture_sites import (GRAPH_CONTEXTS, capture_sites, decorator_captures, one_time_blocks,
+from graphlint.analysis.capture_sites import (capture_context, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
 from graphlint.analysis.children import (trivia_types, children, code_children, compound_bodies, forget_scans,
                                         suite_body)
@@ -330,7 +330,7 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
         blocks = one_time_blocks(node)
         return {id(block): kind for block, kind in blocks} if blocks else None
     for item in node.items:
-        if isinstance(item.item, cst.Call) and ctx.qualified(item.item.func) in GRAPH_CONTEXTS:
+        if isinstance(item.item, cst.Call) and capture_context(item.item, ctx.qualified(item.item.func)):
             return {id(node.body): "capture-block"}
     return None
 
@@ -536,7 +536,7 @@ def _record_findings(result: FileAnalysis, module: cst.Module, functions: Sequen
     something needs them); each place reported once per rule. Returns the positions."""
     needs_positions = bool(raw) or bool(captures) or bool(contexts) or any(f.marker for f in functions)
     capture_nodes = [n for sites, replay, decorator in captures.values()
-                     for n in [*(site.node for site in sites), replay, decorator] if n is not None]
+                     for n in [*(site.node for site in sites), replay, decorator and decorator[0]] if n is not None]
     capture_nodes += [call for blocks, _ in contexts.values() for call, _ in blocks]
     from graphlint.analysis.positions import positions as node_positions  # libcst.metadata: only with findings
     positions = node_positions(module, [f.node.name for f in functions] + capture_nodes
@@ -587,6 +587,6 @@ def _record_call_facts(result: FileAnalysis, calls: dict, captures: dict[str, tu
         if any(params):
             entry["capture_name_guards"] = params
         if decorator is not None:
-            entry["captures"].append(["compile-decorator", positions[decorator].start.line, []])
+            entry["captures"].append([decorator[1], positions[decorator[0]].start.line, []])
         if replay is not None:
             entry["replays"] = positions[replay].start.line

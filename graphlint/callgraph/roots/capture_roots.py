@@ -36,7 +36,14 @@ def callee_text(expr: Any) -> str:
 
 _SITE_KINDS = {"cuda-graph": "torch.cuda.graph", "capture-begin": "capture_begin", "graphed-callables":
                "make_graphed_callables", "compile": "torch.compile(mode=reduce-overhead)",
-               "compile-decorator": "@torch.compile(mode=reduce-overhead)"}
+               "compile-decorator": "@torch.compile(mode=reduce-overhead)",
+               "compile-fullgraph": "torch.compile(fullgraph=True)",
+               "compile-fullgraph-decorator": "@torch.compile(fullgraph=True)"}
+_DECORATOR_SITES = frozenset({"compile-decorator", "compile-fullgraph-decorator"})
+# torch.compile(fullgraph=True) without CUDA graphs: what it compiles must trace whole (a sync or
+# a data-dependent shape is an error), but nothing is replayed: its functions are in the eager
+# region (graphlint.callgraph.regions), where the replay rules do not hold.
+FULLGRAPH_SITES = frozenset({"compile-fullgraph", "compile-fullgraph-decorator"})
 
 
 def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict | None = None,
@@ -68,12 +75,13 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
             conditions = frozenset(tuple(g) for g in site_guards[number]) if number < len(site_guards) else frozenset()
             where = f"{key[0]}:{line}"
             reason = f"capture site at {where} ({_SITE_KINDS.get(kind, kind)})"
-            if kind == "compile-decorator":
+            if kind in _DECORATOR_SITES:
                 roots.append(((FN, key, owner), reason))
                 calls.setdefault(key, []).append((None, None, conditions, kind))
                 sites.append((key, line, reason, [(FN, key, owner)], [], []))
                 continue
-            orchestration.setdefault(key, f"captures a CUDA graph at {where} (orchestration)")
+            orchestration.setdefault(key, f"compiles the step at {where} (set-up)" if kind in FULLGRAPH_SITES
+                                     else f"captures a CUDA graph at {where} (orchestration)")
             if arguments is not None and number < len(name_guards) and _never_runs(
                     project, arguments, key, frozenset(tuple(g) for g in name_guards[number])):
                 continue
@@ -94,6 +102,11 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                     # The step handed to the capturing function (`capture(self.forward_decode, ...)`):
                     # what its callers pass.
                     targets = _passed_callables(project, key)
+                if not values and not targets and kind in _INLINE_SITES:
+                    # A statement of the captured block whose callee holds nothing graphlint can
+                    # name (`comms.get(...)` on what a library's context manager yields): as a
+                    # call in any function of the region, not a lost callee.
+                    continue
                 library = bool(values) and all(_library_value(v) for v in values)
                 if kind in _INLINE_SITES and (targets or not library):
                     calls.setdefault(None, []).append((key, expr))  # not a library's call (`torch.cuda.set_device`)
@@ -109,7 +122,7 @@ def capture_roots(project: Project, unresolved: dict, names: dict, calls: dict |
                     model = next((v[1] for v in values if outside_model(v)), None)
                     # A model another library built runs that library's code: the linted forwards
                     # are no stand-in for it (transformers' logits warpers, a loader's model).
-                    outside = all(outside_model(v) for v in values)
+                    outside = bool(values) and all(outside_model(v) for v in values)
                     blind = blind or not outside
                     if outside:
                         library_models.append(text)
@@ -222,7 +235,13 @@ def candidate_calls(project: Project, arguments: ArgumentStates, roots: Sequence
 # Capture sites where Inductor, not stream capture, records the step: the eager ops of the code
 # are traced and lowered, so host constants become graph constants (the rules that set
 # `stream_capture_only`).
-_COMPILE_SITES = frozenset({"compile", "compile-decorator"})
+_COMPILE_SITES = frozenset({"compile", "compile-decorator"}) | FULLGRAPH_SITES
+
+
+def fullgraph_only(site_calls: Mapping) -> set:
+    """Roots that only torch.compile(fullgraph=True) compiles (no CUDA graph captures them)."""
+    return {key for key, entries in site_calls.items()
+            if key is not None and entries and all(entry[3] in FULLGRAPH_SITES for entry in entries)}
 
 
 def compiled_only(site_calls: Mapping, roots: Sequence[tuple], edges: Mapping, per_step: set) -> set:
@@ -396,7 +415,7 @@ def warmed_by_caller(project: Project) -> list[tuple[str, str]]:
     (`self.warmup_model(); self.capture_cudagraph()`): GL510 accepts that warm-up."""
     capturing: dict[str, list[tuple[str, str]]] = {}
     for key, f in project.functions.items():
-        if any(site[0] != "compile-decorator" for site in f.get("captures", ())):
+        if any(site[0] not in _DECORATOR_SITES for site in f.get("captures", ())):
             capturing.setdefault(key[1].rsplit(".", 1)[-1], []).append(key)
     if not capturing:
         return []

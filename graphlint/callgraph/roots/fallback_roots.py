@@ -27,9 +27,10 @@ def is_module(project: Project, cls: tuple[str, str]) -> bool:
     return False
 
 
-def submodule_classes(project: Project) -> set[tuple[str, str]]:
-    """Linted classes that another linted class holds as an attribute (`self.lm_head =
-    ParallelLMHead(...)`, items of a ModuleList): their forward runs where the holder calls it."""
+def submodule_classes(project: Project, holders: Mapping | None = None) -> set[tuple[str, str]]:
+    """Linted classes that another linted class (one of `holders`, by default any) holds as an
+    attribute (`self.lm_head = ParallelLMHead(...)`, items of a ModuleList): their forward runs
+    where the holder calls it."""
     held: set[tuple[str, str]] = set()
 
     def collect(values: frozenset, depth: int = 0) -> None:
@@ -44,7 +45,7 @@ def submodule_classes(project: Project) -> set[tuple[str, str]]:
             elif value[0] == DICT and depth < 3:
                 collect(value[2], depth + 1)
 
-    for cls, info in project.classes.items():
+    for cls, info in (project.classes if holders is None else holders).items():
         for attr, assigned in info["attrs"].items():
             for method, expr in assigned:
                 if type(expr) is tuple and expr[:1] == ("ann",):
@@ -88,6 +89,22 @@ def forward_roots(project: Project, covered: set[str] = frozenset(),
                 why = "no capture site imports its file" if covered else "no resolved capture site"
                 roots.append(((FN, key, cls), f"forward of nn.Module {cls[1]} ({why})"))
     return roots
+
+
+def plain_forward_roots(project: Project) -> list[tuple[tuple, str]]:
+    """Where a project has no capture site and no nn.Module (layers written as plain classes,
+    called through their `forward`): the `forward` of every linted class that no other class
+    with a `forward` holds. The layers a model holds run where its forward calls them, and the
+    project's loaders, converters and scripts are not the step."""
+    with_forward = [cls for cls, info in project.classes.items()
+                    if "forward" in info["methods"] and (cls[0], f"{cls[1]}.forward") in project.functions]
+    if not with_forward:
+        return []
+    holders = {cls: info for cls, info in project.classes.items() if "forward" in info["methods"]}
+    held = submodule_classes(project, holders)
+    return [((FN, (cls[0], f"{cls[1]}.forward"), cls),
+             f"forward of {cls[1]} (no capture site or nn.Module in the linted files)")
+            for cls in with_forward if cls not in held]
 
 
 def covered_files(project: Project, involved: set[str], applications: bool = True) -> set[str]:
