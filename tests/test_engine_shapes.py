@@ -442,6 +442,7 @@ class Wrapper(nn.Module):
     def _create_graph(self, x):
         self.graph = torch.cuda.CUDAGraph()
         self.static_x = x
+        self.block(self.static_x)  # warm-up
         with get_accelerator().capture_to_graph(self.graph):
             self.static_out = self.block(self.static_x)
 

@@ -27,6 +27,8 @@ _SEQ_BUILTINS = frozenset({"list", "tuple", "sorted", "reversed", "iter", "set",
 WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 # A function called from more places than this says little about what one call passes...
 _MAX_CALL_SITES = 8
+# A base with more subclasses than this says little about what `self` holds.
+MAX_SUBCLASSES = 8
 # ...unless every one of them passes a linted class or function: a registry spelled as call sites
 # (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), which holds
 # every value as a dict of implementations does. Up to this many sites are read for it.
@@ -161,6 +163,21 @@ class CallResults:
             if targets:
                 return targets
         return self.call_targets(frozenset(self.eval(call[1], scope))) or self.candidates(call[1])
+
+    def parameter_value(self, function: dict, scope: tuple, index: int, param: str, annotation: Any) -> set:
+        """What a plain parameter holds. Annotated with linted classes: those classes (every
+        subclass of a base, unless the region's calls narrow them). Unannotated, or `Callable` /
+        `nn.Module` / `List[T]`: what the call sites pass, and the default where a call leaves
+        it out."""
+        path, qualname, self_class = scope
+        declared = self.annotation(annotation, scope) if annotation is not None else set()
+        if declared and not all(uninformative(v) for v in declared):
+            return self.narrowed(declared, path, qualname, param)
+        passed = self.passed_arguments(path, qualname, index, param, self_class=self_class)
+        default = function["default_values"].get(param)
+        if default is not None:  # looked up where the function is defined
+            passed = passed | self.eval(default, (path, qualname.rpartition(".")[0] or None, self_class))
+        return passed or declared or {(DYN, f"parameter `{param}`")}
 
     def narrowed(self, declared: set, path: str, qualname: str, param: str) -> set:
         """What a parameter annotated with a linted class holds: every subclass, unless the
@@ -329,8 +346,12 @@ class CallResults:
             if start is None:
                 return set()
             # `super(Wrapped, self.inner)`: the instance named, not this method's self.
+            # Where the instance may be any of many classes (a parameter annotated with the base of
+            # a model tree), it says too little: as `super()` of this method's class.
             named = {v[1] for v in self._arg(args, 1, scope) if v[0] == INST} if len(args) > 1 else set()
-            return {(SUPER, start, cls) for cls in named} if named else {(SUPER, start, self_class or start)}
+            if named and len(named) <= MAX_SUBCLASSES:
+                return {(SUPER, start, cls) for cls in named}
+            return {(SUPER, start, self_class or start)}
         return set()
 
     def _any_attribute(self, values: frozenset) -> set:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.calls import CallResults, uninformative
+from graphlint.callgraph.calls import MAX_SUBCLASSES, CallResults
 from graphlint.callgraph.lookups import Lookups
 from graphlint.callgraph.module_names import namespace_parents, package_module
 from graphlint.callgraph.outside import outside_model
@@ -31,8 +31,7 @@ from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _
 _NN = catalog.prefix("namespaces", "nn")
 
 
-# A base with more subclasses than this says little about what `self` holds.
-_MAX_SUBCLASSES = 8
+_MAX_SUBCLASSES = MAX_SUBCLASSES
 _BUILTINS = frozenset(dir(builtins))
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
 # nn.Module methods that return the module (`Model(cfg).to(device)`): graphlint/data/call_graph.toml.
@@ -263,17 +262,7 @@ class Project(CallResults, Lookups):
                 elif param.startswith("*"):
                     found.add((LIST, frozenset({(DYN, f"positional arguments `*{name}`")})))
                 else:
-                    declared = self.annotation(annotation, (path, qualname, self_class)) if annotation is not None \
-                        else set()
-                    if declared and not all(uninformative(v) for v in declared):
-                        found |= self.narrowed(declared, path, qualname, param)
-                    else:
-                        # Unannotated, or `Callable` / `nn.Module` / `List[T]`: what the call sites pass.
-                        passed = self.passed_arguments(path, qualname, index, param, self_class=self_class)
-                        default = function["default_values"].get(name)  # run by a call that leaves it out
-                        if default is not None:  # looked up where the function is defined
-                            passed = passed | self.eval(default, (path, qualname.rpartition(".")[0] or None, self_class))
-                        found |= passed or declared or {(DYN, f"parameter `{name}`")}
+                    found |= self.parameter_value(function, (path, qualname, self_class), index, param, annotation)
             assignments = function["env"].get(name)
             if assignments:
                 bound = True

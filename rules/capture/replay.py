@@ -154,7 +154,9 @@ class CaptureWithoutWarmup(Rule):
     (a warm-up call or loop; for a closure the block calls, what the closure calls), or a
     function whose name contains `warm`; a caller that runs
     the warm-up before calling the capture function (`self.warmup_model();
-    self.capture_cudagraph()`, or the captured callee itself) counts too.
+    self.capture_cudagraph()`, or the captured callee itself) counts too, and so does a capture
+    under a test of a warm-up count (`if step == self.cuda_graph_warmup_steps:`): the calls
+    before that one ran the step eagerly.
 
     ## Why it breaks a CUDA graph
     The first run of a step initialises what must not happen during capture: cuBLAS and
@@ -193,6 +195,10 @@ class CaptureWithoutWarmup(Rule):
         "def decode(self, ids):  # graphlint: host\n    for _ in range(3):\n        self.step(ids)\n"
         "    g = torch.cuda.CUDAGraph()\n    def region():\n        self.out = self.step(ids)\n"
         "    with torch.cuda.graph(g):\n        region()\n",
+        # A capture on the call that reaches the warm-up count: the earlier calls warmed it up.
+        "def __call__(self, fn, s):  # graphlint: host\n    if self.step == self.warmup_steps:\n"
+        "        g = torch.cuda.CUDAGraph()\n        with torch.cuda.graph(g, stream=s):\n            fn()\n"
+        "    self.step += 1\n",
     ]
     INVALID = [
         "def capture(model, s):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n"
@@ -200,6 +206,9 @@ class CaptureWithoutWarmup(Rule):
         "def decode(self, ids):  # graphlint: host\n    self.prepare(ids)\n"
         "    g = torch.cuda.CUDAGraph()\n    def region():\n        self.out = self.step(ids)\n"
         "    with torch.cuda.graph(g):\n        region()\n",
+        "def __call__(self, fn, s):  # graphlint: host\n    if self.step == self.capture_step:\n"
+        "        g = torch.cuda.CUDAGraph()\n        with torch.cuda.graph(g, stream=s):\n            fn()\n"
+        "    self.step += 1\n",
     ]
 
     def visit_With(self, node: cst.With, ctx: Context) -> None:
@@ -207,7 +216,7 @@ class CaptureWithoutWarmup(Rule):
         if capture is None or not ctx.parents or not isinstance(ctx.parents[0], cst.FunctionDef):
             return
         captured = _called_names(node.body, ctx)
-        if not captured:
+        if not captured or _under_warmup_count(ctx.parents[0], node):
             return
         # A closure the block calls (`def capture_region(): ...`) is the step: running what it
         # calls before the capture warms it up as well as calling it would.
@@ -222,6 +231,18 @@ class CaptureWithoutWarmup(Rule):
                 if name in captured or "warm" in name.lower():
                     return
         ctx.report(self, capture)
+
+
+def _under_warmup_count(function: cst.FunctionDef, capture: cst.With) -> bool:
+    """Whether the capture sits under a test of a warm-up count (`if step == self.warmup_steps:`):
+    the earlier calls of the function, run eagerly, are its warm-up."""
+    for node in walk(function.body):
+        if isinstance(node, cst.If) and any(inner is capture for inner in walk(node.body)):
+            names = [n.value for n in walk(node.test) if isinstance(n, cst.Name)]
+            names += [n.attr.value for n in walk(node.test) if isinstance(n, cst.Attribute)]
+            if any("warm" in name.lower() for name in names):
+                return True
+    return False
 
 
 def _called_names(block: cst.CSTNode, ctx: Context) -> set[str]:

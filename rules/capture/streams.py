@@ -20,8 +20,9 @@ class GraphWithoutStream(Rule):
 
     Several devices: an index other than the current device (`"cuda:1"`, `torch.device("cuda",
     i)`, `f"cuda:{i}"`, `.cuda(i)`, `torch.cuda.device(i)` with `i` not the device made current
-    by `set_device`), a loop whose variable is used as a device, or `torch.cuda.device_count()`;
-    never a variable's name. `set_device(d)` followed by work on `d` is single-device code.
+    by `set_device`), a loop whose variable is used as a device, or `torch.cuda.device_count()`
+    (not a loop over it that only indexes a per-device list, such as registering each device's
+    default generator with the graph); never a variable's name. `set_device(d)` followed by work on `d` is single-device code.
     On a single device PyTorch's default capture side stream is correct.
 
     ## Why it breaks a CUDA graph
@@ -57,6 +58,10 @@ class GraphWithoutStream(Rule):
         "class Worker:\n    def __init__(self, local_rank: int):\n        self.device = torch.device(f'cuda:{local_rank}')\n"
         "    def capture(self, step):  # graphlint: host\n        torch.cuda.set_device(self.device)\n        g = torch.cuda.CUDAGraph()\n"
         "        step()\n        with torch.cuda.graph(g):\n            step()\n        return g\n",
+        # Registering every device's default generator with the graph is no work on those devices.
+        "def capture(step, s):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n    step()\n"
+        "    for i in range(torch.cuda.device_count()):\n        g.register_generator_state(torch.cuda.default_generators[i])\n"
+        "    with torch.cuda.graph(g):\n        step()\n",
         # A benchmark's timer named like a GPU is no evidence of several GPUs.
         "import time\ndef bench(step, n_gpus: int):  # graphlint: host\n    g = torch.cuda.CUDAGraph()\n    step()\n"
         "    with torch.cuda.graph(g):\n        step()\n    t0 = time.perf_counter()\n    g.replay()\n"

@@ -1,6 +1,7 @@
 """Whether a function handles several CUDA devices, from what its code does with devices: an
 index other than the current device (`cuda:1`, `torch.device("cuda", i)`), a loop over
-devices, `torch.cuda.device_count()`. Never from how a variable is spelled."""
+devices, `torch.cuda.device_count()` (not a loop over it that only indexes a per-device
+list). Never from how a variable is spelled."""
 from __future__ import annotations
 
 import re
@@ -27,6 +28,18 @@ CURRENT = ("current",)
 Key = tuple  # ("current",) | ("index", n) | ("expr", source text)
 
 
+def _indexes_only(loop: cst.For) -> bool:
+    """Whether the loop's variable appears in its body, and only as a subscript's index."""
+    if not isinstance(loop.target, cst.Name):
+        return False
+    name = loop.target.value
+    body = list(iter_code(loop.body, skip=(cst.FunctionDef, cst.ClassDef)))
+    indexes = {id(e.slice.value) for node in body if isinstance(node, cst.Subscript)
+               for e in node.slice if isinstance(e.slice, cst.Index)}
+    uses = [n for n in body if isinstance(n, cst.Name) and n.value == name]
+    return bool(uses) and all(id(n) in indexes for n in uses)
+
+
 class DeviceEvidence:
     """`reason` says why the function handles several devices (None: one device, as far as
     its code shows). `torch.cuda.set_device(d)` makes `d` the current device: work on `d`
@@ -51,6 +64,12 @@ class DeviceEvidence:
                 switched = True
         if not switched:
             self._current.add(("index", 0))  # the process's default device
+        # `for i in range(torch.cuda.device_count()):` whose body uses `i` only to index a list
+        # (`torch.cuda.default_generators[i]`, registered with a graph) does bookkeeping per
+        # device, not work on each: that count is no evidence.
+        self._loop_counts = {id(n) for loop in nodes if isinstance(loop, cst.For) and _indexes_only(loop)
+                             for n in [loop.iter, *iter_code(loop.iter)]
+                             if isinstance(n, cst.Call) and ctx.qualified(n.func) in _COUNT}
         self.reason = self._find(nodes, docstrings)
 
     @property
@@ -128,7 +147,7 @@ class DeviceEvidence:
     def _call(self, node: cst.Call) -> str | None:
         qualified = self._ctx.qualified(node.func)
         if qualified in _COUNT:
-            return "`torch.cuda.device_count()`"
+            return None if id(node) in self._loop_counts else "`torch.cuda.device_count()`"
         args = [a.value for a in node.args if a.keyword is None and a.star == ""]
         if qualified in _CONSTRUCTOR:
             index = _constructor_index(node)
