@@ -105,25 +105,24 @@ def _wraps_graph(call: cst.Call, words: tuple[str, ...]) -> bool:
     return bool(positional) and any(word in name for word in words) and _graph_like(positional[0])
 
 
-def compile_captures(call: cst.Call, imports: ImportMap,
-                     spread: dict[str, list[cst.BaseExpression]] | None = None) -> bool:
-    """`torch.compile(..., mode="reduce-overhead")` or with cudagraphs on in `options`, given
-    as keywords or spread from a dict (`**kwargs` with `kwargs = {"mode": "reduce-overhead"}`
-    assigned in the function: `spread` maps a local name to the values assigned to it)."""
-    if imports.resolve(call.func) not in _COMPILE:
-        return False
-    return any(_captures_with(name, value) for name, value in _compile_keywords(call, spread))
+def compile_kind(call: cst.Call, imports: ImportMap,
+                 spread: dict[str, list[cst.BaseExpression]] | None = None) -> str | None:
+    """The site kind of a `torch.compile(...)` call, None where it captures nothing.
 
-
-def compile_fullgraph(call: cst.Call, imports: ImportMap,
-                      spread: dict[str, list[cst.BaseExpression]] | None = None) -> bool:
-    """`torch.compile(f, fullgraph=True)` in a mode without CUDA graphs: a graph break is an
-    error, so what `f` runs must trace whole (no host sync, no data-dependent shape), but
-    nothing is replayed (a Python value is guarded, not frozen)."""
+    "compile": `mode="reduce-overhead"` or with cudagraphs on in `options`, given as keywords
+    or spread from a dict (`**kwargs` with `kwargs = {"mode": "reduce-overhead"}` assigned in
+    the function: `spread` maps a local name to the values assigned to it).
+    "compile-fullgraph": `fullgraph=True` in a mode without CUDA graphs: a graph break is an
+    error, so what the compiled function runs must trace whole (no host sync, no
+    data-dependent shape), but nothing is replayed (a Python value is guarded, not frozen)."""
     if imports.resolve(call.func) not in _COMPILE:
-        return False
-    return any(name == "fullgraph" and isinstance(value, cst.Name) and value.value == "True"
-               for name, value in _compile_keywords(call, spread))
+        return None
+    keywords = _compile_keywords(call, spread)
+    if any(_captures_with(name, value) for name, value in keywords):
+        return "compile"
+    if any(name == "fullgraph" and isinstance(value, cst.Name) and value.value == "True" for name, value in keywords):
+        return "compile-fullgraph"
+    return None
 
 
 def _compile_keywords(call: cst.Call, spread: dict[str, list[cst.BaseExpression]] | None) -> list:
@@ -185,11 +184,9 @@ def _callables(arg: cst.BaseExpression) -> list[cst.BaseExpression]:
 def decorator_captures(function: cst.FunctionDef, imports: ImportMap) -> tuple[cst.CSTNode, str] | None:
     """The `@torch.compile(...)` decorator that captures the function, with its site kind."""
     for decorator in function.decorators:
-        if isinstance(decorator.decorator, cst.Call):
-            if compile_captures(decorator.decorator, imports):
-                return decorator, "compile-decorator"
-            if compile_fullgraph(decorator.decorator, imports):
-                return decorator, "compile-fullgraph-decorator"
+        kind = compile_kind(decorator.decorator, imports) if isinstance(decorator.decorator, cst.Call) else None
+        if kind is not None:
+            return decorator, f"{kind}-decorator"  # "compile-decorator" | "compile-fullgraph-decorator"
     return None
 
 
@@ -230,10 +227,8 @@ def capture_sites(function: cst.FunctionDef, imports: ImportMap) -> tuple[list[C
                 spread = _dict_assignments(function)
             if qualified in _GRAPHED and positional:
                 sites.append(CaptureSite("graphed-callables", node, _callables(positional[0])))
-            elif positional and compile_captures(node, imports, spread):
-                sites.append(CaptureSite("compile", node, [positional[0]]))
-            elif positional and compile_fullgraph(node, imports, spread):
-                sites.append(CaptureSite("compile-fullgraph", node, [positional[0]]))
+            elif positional and (kind := compile_kind(node, imports, spread)) is not None:
+                sites.append(CaptureSite(kind, node, [positional[0]]))
             elif replay is None and replay_call(node):
                 replay = node
         elif isinstance(node, cst.IndentedBlock) or isinstance(node, cst.Module):

@@ -29,6 +29,8 @@ WRAPS_CALLABLE = catalog.call_graph("wraps_callable", "names")
 _MAX_CALL_SITES = 8
 # A base with more subclasses than this says little about what `self` holds.
 MAX_SUBCLASSES = 8
+# The reason of a parameter's value where no linted call passes it (parameter_value).
+UNPASSED = "parameter `"
 # ...unless every one of them passes a linted class or function: a registry spelled as call sites
 # (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), which holds
 # every value as a dict of implementations does. Up to this many sites are read for it.
@@ -177,7 +179,7 @@ class CallResults:
         default = function["default_values"].get(param)
         if default is not None:  # looked up where the function is defined
             passed = passed | self.eval(default, (path, qualname.rpartition(".")[0] or None, self_class))
-        return passed or declared or {(DYN, f"parameter `{param}`")}
+        return passed or declared or {(DYN, f"{UNPASSED}{param}`")}
 
     def narrowed(self, declared: set, path: str, qualname: str, param: str) -> set:
         """What a parameter annotated with a linted class holds: every subclass, unless the

@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from graphlint.analysis.facts.call_facts import STAR_IMPORT
-from graphlint.callgraph.calls import last_name
+from graphlint.callgraph.calls import UNPASSED, last_name
 from graphlint.callgraph.tags import DYN, MOD
 
 _MAX_STAR_DEPTH = 3  # star imports of star imports followed
 
 
 def _only_unpassed_parameter(values) -> bool:
-    """A parameter's value where no linted call passes it (graphlint.callgraph.values.name)."""
-    return len(values) == 1 and next(iter(values))[0] == DYN and next(iter(values))[1].startswith("parameter `")
+    """A parameter's value where no linted call passes it (CallResults.parameter_value)."""
+    return len(values) == 1 and next(iter(values))[0] == DYN and next(iter(values))[1].startswith(UNPASSED)
 
 
 class Lookups:

@@ -29,9 +29,6 @@ from graphlint.callgraph.tags import (BOUND, BUILTIN, CLS, DICT, DYN, EMPTY as _
                                       LIST, MOD, PEXT, STR, SUPER, TUPLE, join as _join)
 
 _NN = catalog.prefix("namespaces", "nn")
-
-
-_MAX_SUBCLASSES = MAX_SUBCLASSES
 _BUILTINS = frozenset(dir(builtins))
 _CONTAINER_METHODS = frozenset({"items", "values", "keys", "get", "pop", "setdefault", "copy", "__getitem__"})
 # nn.Module methods that return the module (`Model(cfg).to(device)`): graphlint/data/call_graph.toml.
@@ -415,7 +412,7 @@ class Project(CallResults, Lookups):
         # A base class's method reading what only its subclasses set (`transformer_layer_infer_class
         # = None` on the base, the class itself on each model): `self` is one of them.
         subclasses = self.subclasses(cls)
-        if subclasses and len(subclasses) <= _MAX_SUBCLASSES:
+        if subclasses and len(subclasses) <= MAX_SUBCLASSES:
             for sub in subclasses:
                 found |= {v for v in self.member(sub, attr, sub) if v[0] != DYN}
             if found:
@@ -520,7 +517,7 @@ class Project(CallResults, Lookups):
                     # A mixin's `self` called (`decode(ids, self)` in a GenerationMixin): the
                     # linted classes that mix it in.
                     subclasses = self.subclasses(value[1])
-                    if len(subclasses) <= _MAX_SUBCLASSES:
+                    if len(subclasses) <= MAX_SUBCLASSES:
                         for sub in subclasses:
                             found.extend(self._called(sub))
                 targets.extend(found)

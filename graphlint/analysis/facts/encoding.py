@@ -102,13 +102,22 @@ def reference(node: cst.BaseExpression) -> list | str | None:
 def passed_reference(node: cst.BaseExpression) -> list | str | None:
     """What a call site passes that the callee may look up: a reference, or a string literal
     spelled as an identifier (`run(layer, "forward")` into `getattr(obj, name)`)."""
-    if type(node) is cst.SimpleString and len(node.value) <= 66:
-        try:
-            value = node.evaluated_value
-        except (ValueError, SyntaxError):
-            return None
-        return ["str", value] if isinstance(value, str) and value.isidentifier() else None
+    if type(node) is cst.SimpleString:
+        value = _short_text(node)
+        return ["str", value] if value is not None and value.isidentifier() else None
     return reference(node)
+
+
+def _short_text(node: cst.SimpleString) -> str | None:
+    """The text of a short str literal (not bytes, at most 64 characters quoted)."""
+    if len(node.value) > 66:
+        return None
+    try:
+        value = node.evaluated_value
+    except (ValueError, SyntaxError):
+        return None
+    # A bytes literal is no module or attribute name, and JSON cannot hold it.
+    return value if isinstance(value, str) else None
 
 
 def arg_aware(func: Any) -> bool:
@@ -200,13 +209,9 @@ def encode(node: cst.CSTNode | None, depth: int = 0) -> list | str | None:
         return ["u", [encode(node.body, d), encode(node.orelse, d)]]
     if type(node) is cst.BooleanOperation:
         return ["u", [encode(node.left, d), encode(node.right, d)]]
-    if type(node) is cst.SimpleString and len(node.value) <= 66:
-        try:
-            value = node.evaluated_value
-        except (ValueError, SyntaxError):
-            return None
-        # A bytes literal is no module or attribute name, and JSON cannot hold it.
-        return ["str", value] if isinstance(value, str) else None
+    if type(node) is cst.SimpleString:
+        value = _short_text(node)
+        return ["str", value] if value is not None else None
     if type(node) is cst.Lambda:
         body = encode(node.body, d)
         params = [p.name.value for p in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params)]
