@@ -8,7 +8,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.inference.annotation_kinds import annotation_value
 from graphlint.analysis.walk.rule import Context, Example, Rule
-from .shared._calls import failure_message, is_device, maybe_device, method_name, positional, receiver
+from .shared._calls import failure_message, first_arg, is_device, maybe_device, method_name, positional, receiver
 
 _HOST_BOOL = catalog.names("sync", "host_bool")
 _HOST_BOOL_METHODS = catalog.names("sync", "host_bool_methods")
@@ -443,7 +443,9 @@ class CudaOnlySyncOp(Rule):
 
     ## Known problems
     A linter cannot see the dtype a call runs with, so the rule is a warning: a bfloat16-only
-    call site is safe on that torch version (the runtime harness checks the real dtype).
+    call site is safe on that torch version (the runtime harness checks the real dtype). A call
+    whose first argument an earlier `assert` of the function pins to a dtype that does not sync
+    (`assert x.dtype == w.dtype == torch.bfloat16`) is not flagged.
 
     ## Example
         out = torch.nn.functional.grouped_mm(tokens_by_expert, expert_weights, offs=offsets)
@@ -463,21 +465,57 @@ class CudaOnlySyncOp(Rule):
         "def step(a: torch.Tensor, b: torch.Tensor):\n    return torch.mm(a, b)\n",
         "def grouped_mm(a, b, offs):\n    return a @ b\ndef step(a: torch.Tensor, b: torch.Tensor, offs):\n    return grouped_mm(a, b, offs)\n",
         "def prefill(a, w, offs):  # graphlint: host\n    return torch._grouped_mm(a, w, offs=offs)\n",
+        # An MoE experts layer that asserts bfloat16 first (the dtype grouped_mm does not sync for).
+        "def experts(x, w1, offs):\n    assert x.dtype == w1.dtype == torch.bfloat16, 'bf16 only'\n"
+        "    return torch._grouped_mm(x, w1, offs=offs)\n",
     ]
     INVALID = [
         "def step(a: torch.Tensor, w: torch.Tensor, offs: torch.Tensor):\n    return torch._grouped_mm(a, w, offs=offs)\n",
         "import torch.nn.functional as F\ndef experts(a, w, offs):\n    return F.grouped_mm(a, w, offs=offs)\n",
         "from torch.nn.functional import grouped_mm\ndef experts(a, w, offs):\n    return grouped_mm(a, w, offs=offs)\n",
+        # The assert pins another tensor, or a dtype that syncs.
+        "def experts(x, w1, offs):\n    assert w1.dtype == torch.bfloat16\n    return torch._grouped_mm(x, w1, offs=offs)\n",
+        "def experts(x, w1, offs):\n    assert x.dtype == torch.float16\n    return torch._grouped_mm(x, w1, offs=offs)\n",
     ]
+
+    def visit_Assert(self, node: cst.Assert, ctx: Context) -> None:
+        pinned = _pinned_dtypes(node.test, ctx)
+        if pinned:
+            ctx.memo.setdefault(_PINNED, {}).update(pinned)
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
         qualified = ctx.qualified(node.func)
         entry = _CUDA_SYNC_CALLS.get(qualified or "")
         if entry is not None:
+            first = first_arg(node)
+            pinned = ctx.memo.get(_PINNED, {}).get(first.value) if isinstance(first, cst.Name) else None
+            if entry.dtypes and pinned is not None and pinned not in entry.dtypes:
+                return  # asserted above to run in a dtype the op was seen not to sync for
             inputs = f" for {'/'.join(entry.dtypes)} inputs" if entry.dtypes else ""
             ctx.report(self, node, message=f"`{qualified}` ({entry.op}) synchronizes on CUDA{inputs} and its "
                                            f"capture fails, though its CPU run shows nothing ({entry.seen_on})",
                        fix=entry.fix)
+
+
+# ctx.memo key: name -> the dtype an earlier assert of the function pins it to.
+_PINNED = "cuda-only-sync-op:pinned-dtypes"
+
+
+def _pinned_dtypes(test: cst.BaseExpression, ctx: Context) -> dict[str, str]:
+    """The names an assert's test pins to one torch dtype: every operand of a chain of `==`
+    (`x.dtype == w.dtype == torch.bfloat16`), or each side of an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return {**_pinned_dtypes(test.left, ctx), **_pinned_dtypes(test.right, ctx)}
+    if not isinstance(test, cst.Comparison) or not all(isinstance(t.operator, cst.Equal) for t in test.comparisons):
+        return {}
+    operands = [test.left] + [t.comparator for t in test.comparisons]
+    dtypes = {qualified.rpartition(".")[2] for qualified in map(ctx.qualified, operands)
+              if qualified and qualified.startswith("torch.") and qualified.count(".") == 1}
+    if len(dtypes) != 1:
+        return {}
+    dtype = dtypes.pop()
+    return {operand.value.value: dtype for operand in operands
+            if isinstance(operand, cst.Attribute) and operand.attr.value == "dtype" and isinstance(operand.value, cst.Name)}
 
 
 class ScalarTensorIndex(Rule):

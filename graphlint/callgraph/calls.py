@@ -5,7 +5,7 @@ its parameters. A mixin of graphlint.callgraph.values.Project.
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
@@ -31,9 +31,11 @@ _MAX_CALL_SITES = 8
 MAX_SUBCLASSES = 8
 # The reason of a parameter's value where no linted call passes it (parameter_value).
 UNPASSED = "parameter `"
-# ...unless every one of them passes a linted class or function: a registry spelled as call sites
-# (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), which holds
-# every value as a dict of implementations does. Up to this many sites are read for it.
+# ...unless every one of them passes linted code: a registry spelled as call sites
+# (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), or a model
+# tree's constructor called by one builder per architecture (`TransformerDecoder(layers=layers)`,
+# each passing a list of that architecture's layers), which holds every value as a dict of
+# implementations does. Up to this many sites are read for it.
 _MAX_FACTORY_SITES = 64
 # Method names of torch.Tensor or nn.Module (and so of a linted class): on a value of unknown
 # type they are far more likely the tensor's or the module's own.
@@ -290,10 +292,17 @@ class CallResults:
             self._sites = {}
             for key, function in self.functions.items():
                 owner = (key[0], function["class"]) if function["class"] else None
+                env = function.get("env") or {}
                 for call in function["calls"] + function["once"]:
                     last = last_name(call[1])
                     if len(call) >= 3 and last:
-                        self._sites.setdefault(last, []).append((call, (key[0], key[1], owner)))
+                        scope = (key[0], key[1], owner)
+                        self._sites.setdefault(last, []).append((call, scope))
+                        # A call through a local alias (`time_fn = timed_with_graph if graph else
+                        # timed; time_fn(go)`) is a call site of what the alias may name too.
+                        if type(call[1]) is str and call[1] in env:
+                            for alias in _aliased_names(env[call[1]]) - {last}:
+                                self._sites.setdefault(alias, []).append((call, scope))
         return self._sites
 
     def call_sites(self, name: str) -> list[tuple[tuple, tuple]]:
@@ -529,6 +538,19 @@ class CallResults:
         return out
 
 
+def _aliased_names(exprs: Sequence) -> set[str]:
+    """The last names of the functions a local name is bound to (`f = a if c else b`: a, b)."""
+    names: set[str] = set()
+    for expr in exprs:
+        if type(expr) is tuple and expr[:1] == ("u",):
+            names |= _aliased_names(expr[1])
+        else:
+            last = last_name(expr)
+            if last:
+                names.add(last)
+    return names
+
+
 def uninformative(value: tuple) -> bool:
     """A declared type that names no linted code: a library type, an unknown, or a container
     of nothing known (`List[T]` with a type variable, `list[Any]`)."""
@@ -544,8 +566,33 @@ def uninformative(value: tuple) -> bool:
 
 
 def _factories(values: set) -> bool:
-    """Only linted classes and functions: what a registry of implementations holds."""
-    return bool(values) and all(value[0] in (CLS, FN) for value in values)
+    """Only linted code: classes, functions, instances and containers of them (what a registry
+    of implementations or one builder per architecture passes), at least one of them named."""
+    return _linted_leaves(values) > 0
+
+
+def _linted_leaves(values: Iterable[tuple]) -> int:
+    """How many linted classes, functions and instances `values` hold, through containers; -1
+    when any of them is something else (a library object, an unknown). An empty container
+    (`layers = nn.ModuleList()` before its appends) counts for nothing."""
+    count = 0
+    for value in values:
+        tag = value[0]
+        if tag in (CLS, FN, INST):
+            count += 1
+            continue
+        if tag == LIST:
+            inner = _linted_leaves(value[1])
+        elif tag == TUPLE:
+            inner = _linted_leaves([v for part in value[1] for v in part])
+        elif tag == DICT:
+            inner = _linted_leaves(value[2])
+        else:
+            return -1
+        if inner < 0:
+            return -1
+        count += inner
+    return count
 
 
 def _through_super(func_expr: Any) -> bool:

@@ -145,11 +145,14 @@ class Project(CallResults, Lookups):
         (`python/minisgl/core.py` imported as `minisgl.core`, with no `__init__.py` in either
         folder): each dotted tail of a file's path-based name is its module too, where only one
         linted file has that tail, no module has that name already, and no folder it leaves out
-        holds linted modules itself."""
+        holds a linted package's modules."""
         tails: dict[str, list[str]] = {}
-        # A folder that holds linted modules itself is code, not a place sys.path points at
-        # (`kernel/triton/moe.py` is not the module `triton.moe`).
-        code_folders = {dotted_name.rsplit(".", 1)[0] for dotted_name in self.alt_module_of.values() if "." in dotted_name}
+        # A package (a folder with an `__init__.py`) is code, not a place sys.path points at
+        # (`kernel/triton/moe.py` is not the module `triton.moe`). A plain folder of scripts
+        # (`app.py` beside `infer/`) is where they run from: its folders' modules are top-level.
+        packages = {path.rpartition("/")[0] for path in self.alt_module_of if path.endswith("__init__.py")}
+        code_folders = {dotted_name.rsplit(".", 1)[0] for path, dotted_name in self.alt_module_of.items()
+                        if "." in dotted_name and path.rpartition("/")[0] in packages}
         for path, dotted_name in self.alt_module_of.items():
             parts = dotted_name.split(".")
             for start in range(1, len(parts) - 1):

@@ -55,9 +55,16 @@ class HostRandomOrClock(Rule):
         "    self.stats.append(time.perf_counter() - t0)\n    return y\n",
         "import time\ndef step(self, x: torch.Tensor):\n    start = time.time()\n    out = x * 2\n"
         "    logger.info('step took %.3f', time.time() - start)\n    return out\n",
+        # LayerDrop: the draw decides a branch only while training (a decode step runs in eval mode).
+        "import random\ndef forward(self, x: torch.Tensor):\n    for layer in self.layers:\n"
+        "        p = random.uniform(0, 1)\n        if self.training and (p < self.layerdrop):\n            continue\n"
+        "        x = layer(x)\n    return x\n",
     ]
     INVALID = [
         "import random\ndef step(x: torch.Tensor, p: float):\n    if random.random() > p:\n        return x\n    return x * 0\n",
+        # Not conjoined with the training flag: the branch is frozen in eval mode too.
+        "import random\ndef forward(self, x: torch.Tensor):\n    p = random.uniform(0, 1)\n"
+        "    if self.enabled and p < self.rate:\n        return x\n    return x * 0\n",
         "import numpy as np\ndef step(x: torch.Tensor):\n    return x + torch.from_numpy(np.random.randn(4)).to(x.device)\n",
         Example("import time\nimport random\ndef step(x: torch.Tensor):\n    t = time.time()\n"
                 "    x = x + t\n    k = random.randint(0, 3)\n    j = k + 1\n    return x[:, j]\n", 2),
@@ -94,6 +101,9 @@ def _device_use(chain: list[cst.CSTNode], ctx: Context) -> tuple[bool, list[str]
             return True, []  # which kernels are captured is decided once, at capture
         elif isinstance(parent, cst.IfExp) and child is parent.test:
             return True, []
+        elif (isinstance(parent, cst.BooleanOperation) and isinstance(parent.operator, cst.And)
+              and child is parent.right and _is_training_flag(parent.left)):
+            return False, []  # `self.training and p < self.layerdrop`: read only while training
         elif isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AugAssign)):
             targets = [t.target for t in parent.targets] if isinstance(parent, cst.Assign) else [parent.target]
             names = []
@@ -105,6 +115,11 @@ def _device_use(chain: list[cst.CSTNode], ctx: Context) -> tuple[bool, list[str]
             return False, []
         child = parent
     return False, []
+
+
+def _is_training_flag(node: cst.BaseExpression) -> bool:
+    """`self.training` (nn.Module's train/eval flag): a decode step is captured in eval mode."""
+    return isinstance(node, cst.Attribute) and node.attr.value == "training"
 
 
 def _reaches_device(node: cst.Call, ctx: Context) -> bool:

@@ -30,29 +30,49 @@ def is_module(project: Project, cls: tuple[str, str]) -> bool:
 def submodule_classes(project: Project, holders: Mapping | None = None) -> set[tuple[str, str]]:
     """Linted classes that another linted class (one of `holders`, by default any) holds as an
     attribute (`self.lm_head = ParallelLMHead(...)`, items of a ModuleList): their forward runs
-    where the holder calls it."""
-    held: set[tuple[str, str]] = set()
+    where the holder calls it. A back-reference is no holding: a layer given its model
+    (`self.model = model` in a layer the model builds) closes a cycle through a name, and the
+    model is still the top."""
+    edges: dict[tuple[str, str], dict[tuple[str, str], bool]] = {}  # holder -> held -> only through a name
 
-    def collect(values: frozenset, depth: int = 0) -> None:
+    def collect(values: frozenset, into: dict, by_name: bool, depth: int = 0) -> None:
         for value in values:
             if value[0] == INST:
-                held.add(value[1])
+                into[value[1]] = into.get(value[1], True) and by_name
             elif value[0] == LIST and depth < 3:
-                collect(value[1], depth + 1)
+                collect(value[1], into, by_name, depth + 1)
             elif value[0] == TUPLE and depth < 3:
                 for part in value[1]:
-                    collect(part, depth + 1)
+                    collect(part, into, by_name, depth + 1)
             elif value[0] == DICT and depth < 3:
-                collect(value[2], depth + 1)
+                collect(value[2], into, by_name, depth + 1)
 
     for cls, info in (project.classes if holders is None else holders).items():
+        held_here = edges.setdefault(cls, {})
         for attr, assigned in info["attrs"].items():
             for method, expr in assigned:
                 if type(expr) is tuple and expr[:1] == ("ann",):
                     continue  # a declared type says nothing about what the module builds
                 scope = (cls[0], method, cls) if method else (cls[0], None, None)
-                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls))
-    return held
+                collect(frozenset(v for v in project.eval(expr, scope) if v[1] != cls), held_here, type(expr) is str)
+    return {held for holder, targets in edges.items() for held, by_name in targets.items()
+            if not (by_name and _reaches(project, edges, held, holder))}
+
+
+def _reaches(project: Project, edges: Mapping, start: tuple[str, str], goal: tuple[str, str]) -> bool:
+    """Whether `start` holds a `goal` (an instance of it or of a subclass), directly or through
+    what it holds (with what its linted bases hold: a layer inherits its base's `self.model`)."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        current = stack.pop()
+        for held in [h for cls in project.mro(current)[0] for h in edges.get(cls, ())]:
+            if goal in project.mro(held)[0]:
+                return True
+            if held not in seen:
+                seen.add(held)
+                stack.append(held)
+    return False
 
 
 def import_closure(project: Project, paths: set[str]) -> set[str]:

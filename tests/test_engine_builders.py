@@ -1,0 +1,245 @@
+"""How engines build the model a capture runs, zero-config: one builder function per
+architecture passing its layers to a shared model class, layers that keep a reference to the
+model holding them, a capturing helper called through a local alias, and packages beside a
+folder of scripts checked from outside the project."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from graphlint.config import Config
+from graphlint.engine import check
+from project_checks import check_project, found_in, marked_line
+
+_BUILDERS = 10  # more than a function's call sites are read for when they pass unknown values
+
+
+def _builders_project() -> dict[str, str]:
+    layers = "\n\n".join(f'''
+class Layer{k}(nn.Module):
+    def forward(self, x):
+        return x * {k + 1}''' for k in range(1, _BUILDERS))
+    builders = "\n\n".join(f'''
+def build_{k}(n):
+    layers = nn.ModuleList()
+    for _ in range(n):
+        layers.append(Layer{k}())
+    return Decoder(layers=layers)''' for k in range(_BUILDERS))
+    model = f'''
+import torch
+from torch import nn
+
+
+class Layer0(nn.Module):
+    def forward(self, x):
+        if x.sum().item() > 0:  # MARK-layer
+            x = x * 2
+        return x
+
+{layers}
+
+
+class Decoder(nn.Module):
+    def __init__(self, *, layers):
+        super().__init__()
+        self.layers = layers
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+{builders}
+'''
+    recipe = '''
+import torch
+from model import Decoder
+
+
+def next_token(model: Decoder, x):
+    return model(x)
+
+
+class Recipe:
+    def setup(self):
+        self.step = torch.compile(next_token, mode="reduce-overhead")
+'''
+    return {"model.py": model, "recipe.py": recipe}
+
+
+def test_a_model_class_every_builder_passes_its_layers_runs_all_of_them(tmp_path):
+    # Ten builders call `Decoder(layers=layers)`, each with a list of its own layer class:
+    # the captured `model(x)` may run any of them, as a dict of implementations would.
+    files = _builders_project()
+    result = check_project(tmp_path, files)
+    assert found_in(result, "model.py") == {("GL101", marked_line(files["model.py"], "MARK-layer"))}
+    assert not [f for f in result.findings if f.rule == "GL905"]
+
+
+PLAIN_BACKREF = '''
+from __future__ import annotations
+
+import torch
+
+
+class Module:
+    def __init__(self, model: Model, key: str):
+        self.model = model  # each layer keeps the model that holds it
+        self.key = key
+
+    def forward(self, x):
+        raise NotImplementedError
+
+
+class Attention(Module):
+    def __init__(self, model, key):
+        super().__init__(model, key)
+        self.heads = 8
+
+    def forward(self, x):
+        if x.max().item() > 0:  # MARK-attn
+            x = x * 2
+        return x
+
+
+class Model:
+    def __init__(self):
+        self.modules = [Attention(self, f"layers.{i}") for i in range(4)]
+
+    def forward(self, x):
+        for module in self.modules:
+            x = module.forward(x)
+        return x
+'''
+
+CONVERTER = '''
+import torch
+
+
+class Quantizer:
+    def quantize(self, w):
+        return w.abs().max().item()
+'''
+
+
+def test_a_layer_that_keeps_its_model_leaves_the_model_the_top(tmp_path):
+    # Plain classes, no capture site: the layers' `self.model = model` is a back-reference,
+    # so the model's forward is still the step, and the converter is not.
+    result = check_project(tmp_path, {"model.py": PLAIN_BACKREF, "convert.py": CONVERTER})
+    assert found_in(result, "model.py") == {("GL101", marked_line(PLAIN_BACKREF, "MARK-attn"))}
+    assert found_in(result, "convert.py") == set()
+
+
+TIMERS = '''
+import torch
+
+
+def timed_with_graph(fn, iters=10):
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    for _ in range(iters):
+        g.replay()
+
+
+def timed(fn, iters=10):
+    for _ in range(iters):
+        fn()
+'''
+
+BENCH = '''
+import torch
+from timers import timed, timed_with_graph
+
+
+def decode(x):
+    return x * x.sum().item()  # MARK-decode
+
+
+def main(graph: bool):
+    x = torch.ones(4, device="cuda")
+
+    def go():
+        decode(x)
+
+    time_fn = timed_with_graph if graph else timed
+    time_fn(go)
+'''
+
+
+def test_a_capturing_helper_called_through_a_local_alias_captures_what_it_is_passed(tmp_path):
+    result = check_project(tmp_path, {"timers.py": TIMERS, "bench.py": BENCH})
+    assert ("GL101", marked_line(BENCH, "MARK-decode")) in found_in(result, "bench.py")
+    assert not [f for f in result.findings if f.rule == "GL905"]
+
+
+APP = '''
+from infer.engine import Engine
+from loaders.load import load_model
+
+
+def main():
+    model = load_model()
+    return Engine(model=model)
+'''
+
+ENGINE = '''
+import torch
+
+
+class GraphMixin:
+    def capture(self, x):
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.out = self.model.forward(x)
+
+
+class Engine(GraphMixin):
+    def __init__(self, model):
+        self.model = model
+'''
+
+LOADER = '''
+from infer.model import Model
+
+
+def load_model():
+    return Model()
+'''
+
+MODEL = '''
+import torch
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return x * x.sum().item()  # MARK-model
+
+
+class Other(torch.nn.Module):
+    def forward(self, x):
+        return x.nonzero()
+'''
+
+
+def test_packages_beside_a_folder_of_scripts_resolve_from_outside_the_project(tmp_path):
+    # `python app.py` runs from src/, which holds scripts and folders without an __init__.py:
+    # `infer.engine` is a top-level module there, wherever the configuration lies.
+    src = tmp_path / "src"
+    for name, text in {"app.py": APP, "infer/engine.py": ENGINE, "loaders/load.py": LOADER,
+                       "infer/model.py": MODEL}.items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(textwrap.dedent(text))
+    elsewhere = tmp_path / "config"
+    elsewhere.mkdir()
+    (elsewhere / "graphlint.toml").write_text("")
+    result = check([src], Config(root=elsewhere), jobs=1)
+    assert found_in(result, "model.py") == {("GL101", marked_line(MODEL, "MARK-model"))}
+    assert not [f for f in result.findings if f.rule == "GL905"]
+
+
+def test_the_project_root_does_not_change_a_resolved_capture(tmp_path: Path):
+    # The same tree checked with the configuration beside it gives the same findings.
+    files = {"app.py": APP, "infer/engine.py": ENGINE, "loaders/load.py": LOADER, "infer/model.py": MODEL}
+    result = check_project(tmp_path, files)
+    assert found_in(result, "model.py") == {("GL101", marked_line(MODEL, "MARK-model"))}
