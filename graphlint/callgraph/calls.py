@@ -5,11 +5,11 @@ its parameters. A mixin of graphlint.callgraph.values.Project.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 from graphlint.analysis import catalog
 from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
-    SUPER, TUPLE, join as _join
+    SUPER, TUPLE, join as _join, linted_leaves, uninformative
 
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
                          "set", "Set", "frozenset", "FrozenSet", "deque", "ModuleList", "Generator",
@@ -236,7 +236,7 @@ class CallResults:
                 continue
             matched += 1
             if matched > _MAX_CALL_SITES and by_caller is None and not (
-                    matched <= _MAX_FACTORY_SITES and _factories(out)):
+                    matched <= _MAX_FACTORY_SITES and linted_leaves(out) > 0):
                 return set()
             args = call[2] if len(call) > 2 else ()
             kwargs = dict(call[3]) if len(call) > 3 else {}
@@ -253,7 +253,7 @@ class CallResults:
                     by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
             finally:
                 self._passing.discard((call, scope[:2]))
-        return out if matched <= _MAX_CALL_SITES or _factories(out) else set()
+        return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 else set()
 
     def _subclass_init_sites(self, cls: tuple[str, str], index: int, position: int, self_class: tuple):
         """The calls that run `cls.__init__` for an instance of its subclass `self_class`: the
@@ -549,50 +549,6 @@ def _aliased_names(exprs: Sequence) -> set[str]:
             if last:
                 names.add(last)
     return names
-
-
-def uninformative(value: tuple) -> bool:
-    """A declared type that names no linted code: a library type, an unknown, or a container
-    of nothing known (`List[T]` with a type variable, `list[Any]`)."""
-    if value[0] in (DYN, EXT):
-        return True
-    if value[0] == LIST:
-        return all(uninformative(v) for v in value[1])
-    if value[0] == TUPLE:  # (TUPLE, (part values, ...))
-        return all(uninformative(v) for part in value[1] for v in part)
-    if value[0] == DICT:
-        return all(uninformative(v) for v in value[2])
-    return False
-
-
-def _factories(values: set) -> bool:
-    """Only linted code: classes, functions, instances and containers of them (what a registry
-    of implementations or one builder per architecture passes), at least one of them named."""
-    return _linted_leaves(values) > 0
-
-
-def _linted_leaves(values: Iterable[tuple]) -> int:
-    """How many linted classes, functions and instances `values` hold, through containers; -1
-    when any of them is something else (a library object, an unknown). An empty container
-    (`layers = nn.ModuleList()` before its appends) counts for nothing."""
-    count = 0
-    for value in values:
-        tag = value[0]
-        if tag in (CLS, FN, INST):
-            count += 1
-            continue
-        if tag == LIST:
-            inner = _linted_leaves(value[1])
-        elif tag == TUPLE:
-            inner = _linted_leaves([v for part in value[1] for v in part])
-        elif tag == DICT:
-            inner = _linted_leaves(value[2])
-        else:
-            return -1
-        if inner < 0:
-            return -1
-        count += inner
-    return count
 
 
 def _through_super(func_expr: Any) -> bool:
