@@ -7,7 +7,7 @@ from graphlint.lazy import cst
 from graphlint.analysis import catalog
 from graphlint.analysis.inference.annotation_kinds import annotation_value
 from graphlint.analysis.walk.rule import Context, Example, Rule
-from .shared._calls import failure_message, first_arg, is_device, maybe_device, method_name, positional, receiver
+from .shared._calls import failure_message, is_device, maybe_device, method_name, positional, receiver
 from .shared._ranks import scalar_tensors
 
 _HOST_BOOL = catalog.names("sync", "host_bool")
@@ -444,7 +444,7 @@ class CudaOnlySyncOp(Rule):
     ## Known problems
     A linter cannot see the dtype a call runs with, so the rule is a warning: a bfloat16-only
     call site is safe on that torch version (the runtime harness checks the real dtype). A call
-    whose first argument an earlier `assert` of the function pins to a dtype that does not sync
+    whose operand an earlier `assert` of the function pins to a dtype that does not sync
     (`assert x.dtype == w.dtype == torch.bfloat16`) is not flagged.
 
     ## Example
@@ -468,13 +468,15 @@ class CudaOnlySyncOp(Rule):
         # An MoE experts layer that asserts bfloat16 first (the dtype grouped_mm does not sync for).
         "def experts(x, w1, offs):\n    assert x.dtype == w1.dtype == torch.bfloat16, 'bf16 only'\n"
         "    return torch._grouped_mm(x, w1, offs=offs)\n",
+        # The second operand is pinned, and the first must match it.
+        "def experts(h, w2, offs):\n    assert w2.dtype == torch.bfloat16\n    return torch._grouped_mm(h, w2, offs=offs)\n",
     ]
     INVALID = [
         "def step(a: torch.Tensor, w: torch.Tensor, offs: torch.Tensor):\n    return torch._grouped_mm(a, w, offs=offs)\n",
         "import torch.nn.functional as F\ndef experts(a, w, offs):\n    return F.grouped_mm(a, w, offs=offs)\n",
         "from torch.nn.functional import grouped_mm\ndef experts(a, w, offs):\n    return grouped_mm(a, w, offs=offs)\n",
         # The assert pins another tensor, or a dtype that syncs.
-        "def experts(x, w1, offs):\n    assert w1.dtype == torch.bfloat16\n    return torch._grouped_mm(x, w1, offs=offs)\n",
+        "def experts(x, w1, offs):\n    assert offs.dtype == torch.int32\n    return torch._grouped_mm(x, w1, offs=offs)\n",
         "def experts(x, w1, offs):\n    assert x.dtype == torch.float16\n    return torch._grouped_mm(x, w1, offs=offs)\n",
     ]
 
@@ -487,9 +489,11 @@ class CudaOnlySyncOp(Rule):
         qualified = ctx.qualified(node.func)
         entry = _CUDA_SYNC_CALLS.get(qualified or "")
         if entry is not None:
-            first = first_arg(node)
-            pinned = ctx.memo.get(_PINNED, {}).get(first.value) if isinstance(first, cst.Name) else None
-            if entry.dtypes and pinned is not None and pinned not in entry.dtypes:
+            # The operands of a grouped matmul share one dtype (torch 2.13 refuses "m1 and m2 to
+            # have the same dtype" otherwise): one pinned operand pins them all.
+            known = ctx.memo.get(_PINNED, {})
+            pinned = {known[arg.value] for arg in positional(node) if isinstance(arg, cst.Name) and arg.value in known}
+            if entry.dtypes and pinned and not pinned & set(entry.dtypes):
                 return  # asserted above to run in a dtype the op was seen not to sync for
             inputs = f" for {'/'.join(entry.dtypes)} inputs" if entry.dtypes else ""
             ctx.report(self, node, message=f"`{qualified}` ({entry.op}) synchronizes on CUDA{inputs} and its "
@@ -499,6 +503,7 @@ class CudaOnlySyncOp(Rule):
 
 # ctx.memo key: name -> the dtype an earlier assert of the function pins it to.
 _PINNED = "cuda-only-sync-op:pinned-dtypes"
+_TORCH = catalog.prefix("namespaces", "torch")
 
 
 def _pinned_dtypes(test: cst.BaseExpression, ctx: Context) -> dict[str, str]:
@@ -510,7 +515,7 @@ def _pinned_dtypes(test: cst.BaseExpression, ctx: Context) -> dict[str, str]:
         return {}
     operands = [test.left] + [t.comparator for t in test.comparisons]
     dtypes = {qualified.rpartition(".")[2] for qualified in map(ctx.qualified, operands)
-              if qualified and qualified.startswith("torch.") and qualified.count(".") == 1}
+              if qualified and qualified.startswith(_TORCH) and qualified.count(".") == 1}
     if len(dtypes) != 1:
         return {}
     dtype = dtypes.pop()

@@ -243,3 +243,64 @@ def test_the_project_root_does_not_change_a_resolved_capture(tmp_path: Path):
     files = {"app.py": APP, "infer/engine.py": ENGINE, "loaders/load.py": LOADER, "infer/model.py": MODEL}
     result = check_project(tmp_path, files)
     assert found_in(result, "model.py") == {("GL101", marked_line(MODEL, "MARK-model"))}
+
+
+def _cache_project(passed: str) -> dict[str, str]:
+    builders = "\n\n".join(f'''
+def build_{k}(dim):
+    return Attention(dim=dim{passed if k == 0 else ""})''' for k in range(_BUILDERS))
+    model = f'''
+from typing import Optional
+
+import torch
+from torch import nn
+
+
+class KVCache(nn.Module):
+    def update(self, k):
+        if k.sum().item() > 0:  # MARK-cache
+            k = k * 2
+        return k
+
+
+class ExportKVCache(KVCache):
+    def update(self, k):
+        return k[k.nonzero()]  # MARK-export
+
+
+class Attention(nn.Module):
+    def __init__(self, dim: int, kv_cache: Optional[KVCache] = None):
+        super().__init__()
+        self.kv_cache = kv_cache
+
+    def setup_cache(self):
+        self.kv_cache = KVCache()
+
+    def forward(self, x):
+        return self.kv_cache.update(x)
+
+{builders}
+
+
+def step(layer: Attention, x):
+    return layer(x)
+
+
+compiled = torch.compile(step, mode="reduce-overhead")
+'''
+    return {"model.py": model}
+
+
+def test_a_parameter_annotated_with_a_base_holds_what_its_call_sites_pass(tmp_path):
+    # `kv_cache: Optional[KVCache] = None`, which no builder passes: the parameter holds no
+    # subclass of KVCache, and the cache the layer sets up itself is the base class.
+    files = _cache_project("")
+    result = check_project(tmp_path, files)
+    assert found_in(result, "model.py") == {("GL101", marked_line(files["model.py"], "MARK-cache"))}
+
+
+def test_a_call_site_passing_the_subclass_keeps_it(tmp_path):
+    files = _cache_project(", kv_cache=ExportKVCache()")
+    result = check_project(tmp_path, files)
+    assert found_in(result, "model.py") == {("GL101", marked_line(files["model.py"], "MARK-cache")),
+                                            ("GL301", marked_line(files["model.py"], "MARK-export"))}

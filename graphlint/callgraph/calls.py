@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphlint.analysis import catalog
-from graphlint.callgraph.tags import CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
+from graphlint.callgraph.tags import BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
     SUPER, TUPLE, join as _join, linted_leaves, uninformative
 
 _LIST_TYPES = frozenset({"list", "List", "Sequence", "MutableSequence", "Iterable", "Iterator", "Collection",
@@ -31,6 +31,9 @@ _MAX_CALL_SITES = 8
 MAX_SUBCLASSES = 8
 # The reason of a parameter's value where no linted call passes it (parameter_value).
 UNPASSED = "parameter `"
+# What a call site passes where `*args` / `**kwargs` before the parameter may hold it, and None.
+_SPREAD = frozenset({(DYN, "an argument spread with * or **")})
+_NONE = (BUILTIN, "None")
 # ...unless every one of them passes linted code: a registry spelled as call sites
 # (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), or a model
 # tree's constructor called by one builder per architecture (`TransformerDecoder(layers=layers)`,
@@ -81,6 +84,7 @@ class CallResults:
     _targets: dict
     narrowing: dict
     method_names: dict
+    function_facts: dict
 
     def passed_arguments(self, path: str, qualname: str, index: int, param: str,
                          by_caller: dict | None = None, self_class: tuple | None = None) -> set:
@@ -176,6 +180,10 @@ class CallResults:
         path, qualname, self_class = scope
         declared = self.annotation(annotation, scope) if annotation is not None else set()
         if declared and not all(uninformative(v) for v in declared):
+            if (path, qualname, param) not in self.narrowing:
+                by_sites = self.narrowed_by_sites(declared, function, scope, index, param)
+                if by_sites is not None:
+                    return by_sites
             return self.narrowed(declared, path, qualname, param)
         passed = self.passed_arguments(path, qualname, index, param, self_class=self_class)
         default = function["default_values"].get(param)
@@ -208,22 +216,38 @@ class CallResults:
 
     def _passed_arguments(self, path: str, qualname: str, index: int, param: str, by_caller: dict | None,
                           self_class: tuple | None = None) -> set:
+        out: set = set()
+        matched = 0
+        for scope, passed in self._site_values(path, qualname, index, param, self_class):
+            matched += 1
+            if matched > _MAX_CALL_SITES and by_caller is None and not (
+                    matched <= _MAX_FACTORY_SITES and linted_leaves(out) > 0):
+                return set()
+            passed = set() if passed is None or passed is _SPREAD else passed
+            out |= passed
+            if by_caller is not None:
+                by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
+        return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 else set()
+
+    def _site_values(self, path: str, qualname: str, index: int, param: str, self_class: tuple | None):
+        """(caller's scope, what the call passes) for each call site that runs the function;
+        None where the call leaves the parameter out, _SPREAD where `*args` may hold it."""
+        if not qualname.endswith(".__init__") or self_class == (path, qualname[: -len(".__init__")]):
+            self_class = None  # only another class's construction runs an inherited __init__
         function = self.functions.get((path, qualname))
         if function is None:
-            return set()
+            return
         method = function["class"] is not None and "staticmethod" not in function["decorators"]
         if qualname.endswith(".__init__"):
             cls = (path, qualname[: -len(".__init__")])
             if cls not in self.classes:
-                return set()
+                return
             short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in self._classes_of(values)
         else:
             key = (path, qualname)
             short = qualname.rsplit(".", 1)[-1]
             matches = lambda values: key in self._functions_run(values)  # noqa: E731
         position = index - 1 if method else index  # a method's `self` is not passed
-        out: set = set()
-        matched = 0
         if self_class is not None:
             sites, matches = self._subclass_init_sites(cls, index, position, self_class)
         else:
@@ -234,26 +258,50 @@ class CallResults:
         for call, scope, position in sites:
             if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
                 continue
-            matched += 1
-            if matched > _MAX_CALL_SITES and by_caller is None and not (
-                    matched <= _MAX_FACTORY_SITES and linted_leaves(out) > 0):
-                return set()
             args = call[2] if len(call) > 2 else ()
             kwargs = dict(call[3]) if len(call) > 3 else {}
+            spread = any(type(a) is tuple and a[:1] == ("star",) for a in args[:position + 1])
             self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
             try:
-                passed: set = set()
                 if param in kwargs:
                     passed = self.eval(kwargs[param], scope)
-                elif 0 <= position < len(args) and not any(type(a) is tuple and a[:1] == ("star",)
-                                                           for a in args[:position + 1]):
+                elif 0 <= position < len(args) and not spread:
                     passed = self._arg(args, position, scope)
-                out |= passed
-                if by_caller is not None:
-                    by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
+                else:
+                    passed = _SPREAD if spread or any(type(a) is tuple and a[:1] == ("star",) for a in args) else None
             finally:
                 self._passing.discard((call, scope[:2]))
-        return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 else set()
+            yield scope, passed
+
+    def narrowed_by_sites(self, declared: set, function: dict, scope: tuple, index: int, param: str) -> set | None:
+        """What a parameter annotated with a base of several linted classes holds where every
+        call site says (`kv_cache: Optional[KVCache] = None`, which no builder passes, holds no
+        subclass of KVCache): the instances of those classes passed, the default's where a call
+        leaves it out. None where a site passes something else, spreads `*args`, or there are
+        more sites than are read."""
+        path, qualname, self_class = scope
+        classes = {value[1] for value in declared if value[0] == INST}
+        if len(classes) < 2:
+            return None
+        default = function["default_values"].get(param)
+        # The None-state facts keep a `= None` default, which the call facts leave out.
+        defaults_none = (self.function_facts.get((path, qualname)) or {}).get("defaults", {}).get(param) == "N"
+        found: set = set()
+        matched = 0
+        for _, passed in self._site_values(path, qualname, index, param, self_class):
+            matched += 1
+            if matched > _MAX_FACTORY_SITES or passed is _SPREAD or (passed is None and default is None
+                                                                      and not defaults_none):
+                return None
+            if passed is None:
+                passed = {_NONE} if defaults_none else self.eval(
+                    default, (path, qualname.rpartition(".")[0] or None, self_class))
+            for value in passed:
+                if value[0] == INST and value[1] in classes:
+                    found.add(value)
+                elif value != _NONE:
+                    return None
+        return found if matched else None
 
     def _subclass_init_sites(self, cls: tuple[str, str], index: int, position: int, self_class: tuple):
         """The calls that run `cls.__init__` for an instance of its subclass `self_class`: the
