@@ -145,18 +145,18 @@ class Project(CallResults, Lookups):
         (`python/minisgl/core.py` imported as `minisgl.core`, with no `__init__.py` in either
         folder): each dotted tail of a file's path-based name is its module too, where only one
         linted file has that tail, no module has that name already, and no folder it leaves out
-        holds a linted package's modules."""
+        is a linted package."""
         tails: dict[str, list[str]] = {}
-        # A package (a folder with an `__init__.py`) is code, not a place sys.path points at
-        # (`kernel/triton/moe.py` is not the module `triton.moe`). A plain folder of scripts
-        # (`app.py` beside `infer/`) is where they run from: its folders' modules are top-level.
-        packages = {path.rpartition("/")[0] for path in self.alt_module_of if path.endswith("__init__.py")}
-        code_folders = {dotted_name.rsplit(".", 1)[0] for path, dotted_name in self.alt_module_of.items()
-                        if "." in dotted_name and path.rpartition("/")[0] in packages}
+        # A package (a folder with an `__init__.py`) and what lies in one is code, not a place
+        # sys.path points at (`kernel/triton/moe.py` is not the module `triton.moe`). A plain
+        # folder of scripts (`app.py` beside `infer/`) is where they run from: its folders'
+        # modules are top-level. An empty `__init__.py` is skipped, not analysed.
+        packages = {module_name(path) for path in [*self.alt_module_of, *self.skipped.values()]
+                    if path.endswith("__init__.py")}
         for path, dotted_name in self.alt_module_of.items():
             parts = dotted_name.split(".")
             for start in range(1, len(parts) - 1):
-                if ".".join(parts[:start]) in code_folders:
+                if any(".".join(parts[:end]) in packages for end in range(1, start + 1)):
                     break
                 tails.setdefault(".".join(parts[start:]), []).append(path)
         for tail, paths in tails.items():
