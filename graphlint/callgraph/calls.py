@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from graphlint.analysis import catalog
+from graphlint.callgraph.arguments.call_sites import SPREAD, CallSites
 from graphlint.callgraph.tags import BUILTIN, CLS, DICT, DYN, EMPTY as _EMPTY, EXT, FN, INST, LIST, MOD, PEXT, STR, \
     SUPER, TUPLE, join as _join, linted_leaves, uninformative
 
@@ -31,8 +32,6 @@ _MAX_CALL_SITES = 8
 MAX_SUBCLASSES = 8
 # The reason of a parameter's value where no linted call passes it (parameter_value).
 UNPASSED = "parameter `"
-# What a call site passes where `*args` / `**kwargs` before the parameter may hold it, and None.
-_SPREAD = frozenset({(DYN, "an argument spread with * or **")})
 _NONE = (BUILTIN, "None")
 # ...unless every one of them passes linted code: a registry spelled as call sites
 # (`FlashCausalLM(model_class=FlashLlamaForCausalLM, ...)` once per architecture), or a model
@@ -48,15 +47,6 @@ TENSOR_METHODS = catalog.names("modules", "shared_methods")
 MAX_CANDIDATES = catalog.call_graph("candidates", "max_classes")
 
 
-def last_name(expr: Any) -> str:
-    """The name a callee expression ends in: `f`, `self.step` -> `step`; "" for anything else."""
-    if type(expr) is str:
-        return expr
-    if type(expr) is tuple and expr and expr[0] == "a":
-        return expr[2]
-    return ""
-
-
 def _unbind(expr: Any, params: Sequence[str]) -> Any:
     """`expr` with a lambda's parameters made unknown (where they are read, not attribute names)."""
     if type(expr) is str:
@@ -68,7 +58,7 @@ def _unbind(expr: Any, params: Sequence[str]) -> Any:
     return expr
 
 
-class CallResults:
+class CallResults(CallSites):
     """The calls half of Project's evaluation (it provides eval, attr, element, member, mro,
     call_targets and the indexed functions)."""
 
@@ -223,55 +213,11 @@ class CallResults:
             if matched > _MAX_CALL_SITES and by_caller is None and not (
                     matched <= _MAX_FACTORY_SITES and linted_leaves(out) > 0):
                 return set()
-            passed = set() if passed is None or passed is _SPREAD else passed
+            passed = set() if passed is None or passed is SPREAD else passed
             out |= passed
             if by_caller is not None:
                 by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
         return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 else set()
-
-    def _site_values(self, path: str, qualname: str, index: int, param: str, self_class: tuple | None):
-        """(caller's scope, what the call passes) for each call site that runs the function;
-        None where the call leaves the parameter out, _SPREAD where `*args` may hold it."""
-        if not qualname.endswith(".__init__") or self_class == (path, qualname[: -len(".__init__")]):
-            self_class = None  # only another class's construction runs an inherited __init__
-        function = self.functions.get((path, qualname))
-        if function is None:
-            return
-        method = function["class"] is not None and "staticmethod" not in function["decorators"]
-        if qualname.endswith(".__init__"):
-            cls = (path, qualname[: -len(".__init__")])
-            if cls not in self.classes:
-                return
-            short, matches = cls[1].rsplit(".", 1)[-1], lambda values: cls in self._classes_of(values)
-        else:
-            key = (path, qualname)
-            short = qualname.rsplit(".", 1)[-1]
-            matches = lambda values: key in self._functions_run(values)  # noqa: E731
-        position = index - 1 if method else index  # a method's `self` is not passed
-        if self_class is not None:
-            sites, matches = self._subclass_init_sites(cls, index, position, self_class)
-        else:
-            sites = [(call, scope, position) for call, scope in self._call_sites().get(short, ())]
-            if qualname.endswith(".__init__"):
-                # `cls(...)` in a classmethod builds the class too (`model = cls(config, backbone_cls)`).
-                sites += [(call, scope, position) for call, scope in self._call_sites().get("cls", ())]
-        for call, scope, position in sites:
-            if (self._passing and (call, scope[:2]) in self._passing) or not matches(self.eval(call[1], scope)):
-                continue
-            args = call[2] if len(call) > 2 else ()
-            kwargs = dict(call[3]) if len(call) > 3 else {}
-            spread = any(type(a) is tuple and a[:1] == ("star",) for a in args[:position + 1])
-            self._passing.add((call, scope[:2]))  # a recursive call passing its own parameter on
-            try:
-                if param in kwargs:
-                    passed = self.eval(kwargs[param], scope)
-                elif 0 <= position < len(args) and not spread:
-                    passed = self._arg(args, position, scope)
-                else:
-                    passed = _SPREAD if spread or any(type(a) is tuple and a[:1] == ("star",) for a in args) else None
-            finally:
-                self._passing.discard((call, scope[:2]))
-            yield scope, passed
 
     def narrowed_by_sites(self, declared: set, function: dict, scope: tuple, index: int, param: str) -> set | None:
         """What a parameter annotated with a base of several linted classes holds where every
@@ -290,7 +236,7 @@ class CallResults:
         matched = 0
         for _, passed in self._site_values(path, qualname, index, param, self_class):
             matched += 1
-            if matched > _MAX_FACTORY_SITES or passed is _SPREAD or (passed is None and default is None
+            if matched > _MAX_FACTORY_SITES or passed is SPREAD or (passed is None and default is None
                                                                       and not defaults_none):
                 return None
             if passed is None:
@@ -302,21 +248,6 @@ class CallResults:
                 elif value != _NONE:
                     return None
         return found if matched else None
-
-    def _subclass_init_sites(self, cls: tuple[str, str], index: int, position: int, self_class: tuple):
-        """The calls that run `cls.__init__` for an instance of its subclass `self_class`: the
-        subclass's own construction (when it inherits this `__init__`) and the
-        `super().__init__(model=model)` of the classes between them (`Base.__init__(self, model)`
-        passes `self` as well), with the matcher of their callees."""
-        chain = self.mro(self_class)[0]
-        below = chain[: chain.index(cls)] if cls in chain else []
-        sites = []
-        if not any("__init__" in self.classes[c]["methods"] for c in below):
-            sites = [(call, scope, position) for call, scope in self._call_sites().get(self_class[1].rsplit(".", 1)[-1], ())]
-        sites += [(call, scope, position if _through_super(call[1]) else index)
-                  for call, scope in self._call_sites().get("__init__", ()) if scope[2] in below]
-        init = (cls[0], f"{cls[1]}.__init__")
-        return sites, lambda values: self_class in self._classes_of(values) or init in self._functions_run(values)
 
     def _functions_run(self, values: frozenset) -> frozenset:
         """The keys of the functions calling these values runs (a call site is matched against
@@ -332,30 +263,6 @@ class CallResults:
         if known is None:
             known = self._class_keys[values] = frozenset(v[1] for v in values if v[0] == CLS)
         return known
-
-    def _call_sites(self) -> dict[str, list[tuple[tuple, tuple]]]:
-        """Every call with arguments recorded, with the scope it is made in, by its callee's last
-        name (built once; the call graph reads it too, for what capturing functions are passed)."""
-        if self._sites is None:
-            self._sites = {}
-            for key, function in self.functions.items():
-                owner = (key[0], function["class"]) if function["class"] else None
-                env = function.get("env") or {}
-                for call in function["calls"] + function["once"]:
-                    last = last_name(call[1])
-                    if len(call) >= 3 and last:
-                        scope = (key[0], key[1], owner)
-                        self._sites.setdefault(last, []).append((call, scope))
-                        # A call through a local alias (`time_fn = timed_with_graph if graph else
-                        # timed; time_fn(go)`) is a call site of what the alias may name too.
-                        if type(call[1]) is str and call[1] in env:
-                            for alias in _aliased_names(env[call[1]]) - {last}:
-                                self._sites.setdefault(alias, []).append((call, scope))
-        return self._sites
-
-    def call_sites(self, name: str) -> list[tuple[tuple, tuple]]:
-        """(call, scope) of every call with arguments whose callee's last name is `name`."""
-        return self._call_sites().get(name, [])
 
     def _builtin_call(self, name: str, args: Sequence, kwargs: dict, scope: tuple) -> set:
         if name in _SEQ_BUILTINS:
@@ -584,22 +491,3 @@ class CallResults:
             elif value[0] in (LIST, EXT, PEXT, DYN):
                 out.add(value)
         return out
-
-
-def _aliased_names(exprs: Sequence) -> set[str]:
-    """The last names of the functions a local name is bound to (`f = a if c else b`: a, b)."""
-    names: set[str] = set()
-    for expr in exprs:
-        if type(expr) is tuple and expr[:1] == ("u",):
-            names |= _aliased_names(expr[1])
-        else:
-            last = last_name(expr)
-            if last:
-                names.add(last)
-    return names
-
-
-def _through_super(func_expr: Any) -> bool:
-    """`super().__init__` (bound: `self` is not passed), not `Base.__init__(self, ...)`."""
-    base = func_expr[1] if type(func_expr) is tuple and func_expr[0] == "a" else None
-    return type(base) is tuple and base[0] == "c" and base[1] == "super"

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from graphlint.analysis.facts.call_facts import STAR_IMPORT
-from graphlint.callgraph.calls import UNPASSED, last_name
+from graphlint.callgraph.arguments.call_sites import last_name
+from graphlint.callgraph.calls import UNPASSED
 from graphlint.callgraph.tags import DYN, MOD
 
 _MAX_STAR_DEPTH = 3  # star imports of star imports followed

@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 from graphlint.analysis.argument_records import NONE, SET
 from graphlint.analysis.arm_guards import FAILS, HOLDS, contradicts
 from graphlint.callgraph.arguments.argument_states import ArgumentStates, bound_call
-from graphlint.callgraph.calls import last_name
+from graphlint.callgraph.arguments.call_sites import last_name
 from graphlint.callgraph.outside import outside_model
 from graphlint.callgraph.values import BUILTIN, CLS, EXT, FN, INST, LAMBDA, Project
 
