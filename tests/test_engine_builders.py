@@ -304,3 +304,45 @@ def test_a_call_site_passing_the_subclass_keeps_it(tmp_path):
     result = check_project(tmp_path, files)
     assert found_in(result, "model.py") == {("GL101", marked_line(files["model.py"], "MARK-cache")),
                                             ("GL301", marked_line(files["model.py"], "MARK-export"))}
+
+
+GRAPHS = '''
+import torch
+
+
+def capture(fn):
+    fn()  # warm-up
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return graph, out
+
+
+class Flow:
+    def loop(self, x, steps):
+        for _ in range(steps):
+            x = x + x.sum().item()  # MARK-loop
+        return x
+
+    def run(self, x, steps):
+        static = x.clone()
+        return capture(lambda: self.loop(static, steps))
+'''
+
+OTHER_MODEL = '''
+import torch
+from torch import nn
+
+
+class Unrelated(nn.Module):
+    def forward(self, x):
+        return x.nonzero()
+'''
+
+
+def test_a_lambda_handed_to_a_capturing_helper_is_the_step(tmp_path):
+    # `capture(lambda: self.loop(static, steps))`: the lambda's call is what is captured, so
+    # the capture is resolved and no nn.Module forward stands in for it.
+    result = check_project(tmp_path, {"graphs.py": GRAPHS, "other.py": OTHER_MODEL})
+    assert ("GL101", marked_line(GRAPHS, "MARK-loop")) in found_in(result, "graphs.py")
+    assert not [f for f in result.findings if f.rule == "GL905"]

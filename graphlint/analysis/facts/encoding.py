@@ -100,11 +100,14 @@ def reference(node: cst.BaseExpression) -> list | str | None:
 
 
 def passed_reference(node: cst.BaseExpression) -> list | str | None:
-    """What a call site passes that the callee may look up: a reference, or a string literal
-    spelled as an identifier (`run(layer, "forward")` into `getattr(obj, name)`)."""
+    """What a call site passes that the callee may look up: a reference, a string literal
+    spelled as an identifier (`run(layer, "forward")` into `getattr(obj, name)`), or a lambda
+    that makes one call (`_capture_cuda_graph(lambda: run_loop(inputs, steps))`: the step)."""
     if type(node) is cst.SimpleString:
         value = _short_text(node)
         return ["str", value] if value is not None and value.isidentifier() else None
+    if type(node) is cst.Lambda and type(node.body) is cst.Call:
+        return encode(node)
     return reference(node)
 
 

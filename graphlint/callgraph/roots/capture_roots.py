@@ -323,7 +323,7 @@ def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) ->
         for arg in args:
             if type(arg) is tuple and arg[:1] == ("star",):
                 arg = arg[1]
-            if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] == "a")):
+            if not (type(arg) is str or (type(arg) is tuple and arg and arg[0] in ("a", "lam"))):
                 continue
             if depth < _MAX_PASS_DEPTH and caller != key and is_parameter(project, caller, arg):
                 found.extend(_passed_callables(project, caller, depth + 1))
@@ -331,6 +331,8 @@ def _passed_callables(project: Project, key: tuple[str, str], depth: int = 0) ->
             for value in project.eval(arg, scope):
                 if value[0] in (FN, INST):
                     found.extend(project.call_targets(frozenset({value})))
+                elif value[0] == LAMBDA:  # `capture(lambda: self.decode(x))`: what its body calls
+                    found.extend(project.lambda_targets(value))
     return sorted(dict.fromkeys(found), key=lambda target: (target[1], target[2] or ()))
 
 
