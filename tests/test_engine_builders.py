@@ -346,3 +346,45 @@ def test_a_lambda_handed_to_a_capturing_helper_is_the_step(tmp_path):
     result = check_project(tmp_path, {"graphs.py": GRAPHS, "other.py": OTHER_MODEL})
     assert ("GL101", marked_line(GRAPHS, "MARK-loop")) in found_in(result, "graphs.py")
     assert not [f for f in result.findings if f.rule == "GL905"]
+
+
+def _conditional_graph_project() -> dict[str, str]:
+    calls = "\n".join(f"    check(cudart.cudaOp{k}(graph))" for k in range(_BUILDERS))
+    decoder = f'''
+import torch
+from cuda import cudart
+
+
+def check(result):
+    error, *others = result
+    if error != cudart.cudaError_t.cudaSuccess:
+        raise RuntimeError(error)
+    return tuple(others)
+
+
+def setup(graph):
+{calls}
+
+
+class Decoder:
+    def step(self, x):
+        return x * x.sum().item()  # MARK-step
+
+    def capture(self, x):
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            (handle,) = check(cudart.cudaGraphConditionalHandleCreate(self.graph, 0, 0))
+            args = [handle.getPtr()]
+            self.out = self.step(x)
+'''
+    return {"decoder.py": decoder, "other.py": OTHER_MODEL}
+
+
+def test_a_helper_many_sites_hand_library_results_returns_the_library_s(tmp_path):
+    # `check(cudart.X(...))` at many call sites: what `check` returns is cuda-python's, so
+    # `handle.getPtr()` in the captured block is a library call, not a lost callee that every
+    # nn.Module forward (other.py's) would stand in for.
+    files = _conditional_graph_project()
+    result = check_project(tmp_path, files)
+    assert ("GL101", marked_line(files["decoder.py"], "MARK-step")) in found_in(result, "decoder.py")
+    assert not [f for f in result.findings if f.rule == "GL905"]

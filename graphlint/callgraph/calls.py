@@ -211,13 +211,13 @@ class CallResults(CallSites):
         for scope, passed in self._site_values(path, qualname, index, param, self_class):
             matched += 1
             if matched > _MAX_CALL_SITES and by_caller is None and not (
-                    matched <= _MAX_FACTORY_SITES and linted_leaves(out) > 0):
+                    matched <= _MAX_FACTORY_SITES and (linted_leaves(out) > 0 or _library_only(out))):
                 return set()
             passed = set() if passed is None or passed is SPREAD else passed
             out |= passed
             if by_caller is not None:
                 by_caller.setdefault(scope[:2], set()).update(passed)  # who passed what
-        return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 else set()
+        return out if matched <= _MAX_CALL_SITES or linted_leaves(out) > 0 or _library_only(out) else set()
 
     def narrowed_by_sites(self, declared: set, function: dict, scope: tuple, index: int, param: str) -> set | None:
         """What a parameter annotated with a base of several linted classes holds where every
@@ -491,3 +491,9 @@ class CallResults(CallSites):
             elif value[0] in (LIST, EXT, PEXT, DYN):
                 out.add(value)
         return out
+
+
+def _library_only(values: set) -> bool:
+    """Only library objects (`cu_call(cudart.cudaGraphConditionalHandleCreate(...))` at every
+    one of many sites): the helper's result is the library's, never linted code to follow."""
+    return bool(values) and all(value[0] in (EXT, BUILTIN) for value in values)

@@ -108,6 +108,11 @@ def passed_reference(node: cst.BaseExpression) -> list | str | None:
         return ["str", value] if value is not None and value.isidentifier() else None
     if type(node) is cst.Lambda and type(node.body) is cst.Call:
         return encode(node)
+    if type(node) is cst.Call:
+        # What a call returns, handed on (`cu_call(cudart.cudaGraphConditionalHandleCreate(g))`):
+        # the callee alone, whose result the evaluation knows (a library's object, an instance).
+        callee = reference(node.func)
+        return ["c", callee] if callee is not None else None
     return reference(node)
 
 
