@@ -6,8 +6,8 @@ from __future__ import annotations
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.capture_sites import CAPTURE_BLOCK
 from graphlint.analysis.children import iter_code
-from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Example, Rule
 from .shared._calls import is_device, keyword, method_name, positional, receiver, source_text
 from .shared._escape import RETURNED, STORED, Escapes
@@ -31,7 +31,9 @@ class PerStepAllocation(Rule):
     An allocation used and dropped inside the step is GL405's (off by default): at replay the
     graph serves it from its private pool, which is no hazard. So is one whose data is copied
     into a buffer that persists (`self.cache.index_copy_(1, pos, k)`, `buf[:, i] = k`,
-    `buf.copy_(k)`): the data outlives the step, the tensor does not.
+    `buf.copy_(k)`): the data outlives the step, the tensor does not. One that the capture's
+    own `with torch.cuda.graph(g):` block makes and keeps is the graph's static output, as
+    PyTorch's documentation writes it (`static_y = model(static_x)` inside the block).
 
     ## Why it breaks a CUDA graph
     Under capture the allocation comes from the graph's private pool, and every replay writes
@@ -108,6 +110,10 @@ class PerStepAllocation(Rule):
         "class Attn(nn.Module):\n    def forward(self, x: torch.Tensor, pos: torch.Tensor):\n"
         "        k = x.clone()\n        self.k_cache.index_copy_(1, pos, k)\n        self.k_cache[:, 0] = k[:, 0]\n"
         "        return x\n",
+        # The capture block's own static outputs (a decoder's state made while it is captured).
+        "class Decoder:\n    def capture(self, x: torch.Tensor):\n        self.graph = torch.cuda.CUDAGraph()\n"
+        "        with torch.cuda.graph(self.graph):\n            self.scores = torch.zeros_like(x)\n"
+        "            self.scores.add_(x)\n",
     ]
     INVALID = [
         "def f(x: torch.Tensor, v: float):\n    return torch.full((4,), v, device=x.device)\n",
@@ -158,6 +164,10 @@ class PerStepAllocation(Rule):
         if escapes is None and function is not None:
             escapes = self._escapes = Escapes(function, ctx, lambda call: self._allocation(call, ctx) is not None)
         fate = escapes.fate(node) if escapes is not None else None
+        if fate in (STORED, RETURNED) and ctx.zone == CAPTURE_BLOCK:
+            # Made by the `with torch.cuda.graph(g):` block itself and kept: the graph's static
+            # output, which every replay rewrites by design (`static_y = model(static_x)`).
+            return
         if fate == STORED:
             where = escapes.where.get(id(node), "state that outlives the step")
             ctx.report(self, node, message=f"{op} allocates a tensor kept in {where}: it outlives the step, "

@@ -46,6 +46,8 @@ EAGER_ONLY = "eager-only"
 OTHER_PLATFORM = "other-platform"
 # Every kind above: code of a per-step function that the captured step does not run.
 NOT_CAPTURED_KINDS = (TRAINING_ONLY, LAZY_INIT, PREFILL_ONLY, DEBUG_ONLY, EAGER_ONLY, OTHER_PLATFORM)
+# The zone of the body of a `with torch.cuda.graph(...)` block: captured where it is written.
+CAPTURE_BLOCK = "capture-block"
 
 
 def _patterns(key: str, section: str = "step_flags") -> re.Pattern[str]:

@@ -9,7 +9,7 @@ from typing import Any, Sequence
 from graphlint.analysis.arm_guards import CONDITION, HOLDS, contradicts
 from graphlint.analysis.argument_records import is_literal, literal_value
 from graphlint.analysis.text import suppressions
-from graphlint.analysis.capture_sites import NOT_CAPTURED_KINDS
+from graphlint.analysis.capture_sites import CAPTURE_BLOCK, NOT_CAPTURED_KINDS
 from graphlint.analysis.walk.file import FileFinding
 from graphlint.callgraph.regions import CAPTURED, EAGER, HOST, UNREACHED, Placement, default_placements
 from graphlint.config import Config
@@ -185,7 +185,7 @@ def _placement(raw: dict, placement: Placement) -> Placement:
         # runs one-time code before capture, prefill, debug switches and the not-capturing arm run eagerly,
         # another backend's arm never runs where graphs are captured.
         return Placement(HOST, placement.reached_via, f"{zone} branch in {placement.region} code")
-    if zone == "capture-block" and placement.region in (HOST, UNREACHED):
+    if zone == CAPTURE_BLOCK and placement.region in (HOST, UNREACHED):
         return Placement(CAPTURED, placement.reached_via,
                          f"inside the `with torch.cuda.graph` block of {raw['function']}")
     if placement.known and raw.get("guards") and placement.region in (CAPTURED, EAGER):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from graphlint.lazy import cst
 
 from graphlint.analysis import catalog
+from graphlint.analysis.capture_sites import CAPTURE_BLOCK
 from graphlint.analysis.children import iter_code
 from graphlint.analysis.names import dotted
 from graphlint.analysis.walk.rule import Context, Rule
@@ -94,7 +95,7 @@ class SynchronizeAroundReplay(Rule):
     ]
 
     def visit_Call(self, node: cst.Call, ctx: Context) -> None:
-        if ctx.qualified(node.func) in SYNCHRONIZE and ctx.zone != "capture-block":
+        if ctx.qualified(node.func) in SYNCHRONIZE and ctx.zone != CAPTURE_BLOCK:
             facts = orchestration(ctx)
             if facts is not None and facts.replays and _between_replays(node, ctx, facts):
                 ctx.report(self, node)

@@ -22,7 +22,7 @@ from graphlint.analysis import catalog
 from graphlint.analysis.facts.call_facts import MODULE_SCOPE, callgraph_facts
 from graphlint.analysis.facts.encoding import encode, is_library_method
 from graphlint.analysis.facts.graph_contexts import context_facts, record_contexts
-from graphlint.analysis.capture_sites import (capture_context, capture_sites, decorator_captures, one_time_blocks,
+from graphlint.analysis.capture_sites import (CAPTURE_BLOCK, capture_context, capture_sites, decorator_captures, one_time_blocks,
                                               rest_zones)
 from graphlint.analysis.children import (trivia_types, children, code_children, compound_bodies, forget_scans,
                                         suite_body)
@@ -331,7 +331,7 @@ def _zones(node: cst.CSTNode, ctx: Context) -> dict[int, str] | None:
         return {id(block): kind for block, kind in blocks} if blocks else None
     for item in node.items:
         if isinstance(item.item, cst.Call) and capture_context(item.item, ctx.qualified(item.item.func)):
-            return {id(node.body): "capture-block"}
+            return {id(node.body): CAPTURE_BLOCK}
     return None
 
 
